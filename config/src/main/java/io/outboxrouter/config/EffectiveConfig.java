@@ -1,0 +1,79 @@
+package io.outboxrouter.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/** Prints the configuration in effect, defaults filled in, as YAML with the same keys, secrets masked. */
+public final class EffectiveConfig {
+    /** Pass-through keys whose values are credentials. */
+    private static final Pattern SECRET_KEY = Pattern.compile("(?i).*(password|secret|jaas|token|credential).*");
+    private static final ObjectMapper YAML = new ObjectMapper(
+            new YAMLFactory().disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER).enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+
+    private EffectiveConfig() {
+    }
+
+    public static String toYaml(RouterConfig c) {
+        var root = new LinkedHashMap<String, Object>();
+        root.put("name", c.name());
+        var s = c.source();
+        var source = new LinkedHashMap<String, Object>();
+        source.put("kind", ConfigNode.lower(s.kind()));
+        putConnection(source, s.connection());
+        source.put("tables", s.tables());
+        source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication()));
+        source.put("snapshot", ConfigNode.lower(s.snapshot()));
+        source.put("poll-interval", Durations.format(s.pollInterval()));
+        source.put("max-batch-size", s.maxBatchSize());
+        root.put("source", source);
+        var cols = c.outbox().columns();
+        root.put("outbox", map(
+                "columns", map("id", cols.id(), "aggregate-type", cols.aggregateType(), "aggregate-id", cols.aggregateId(),
+                        "type", cols.type(), "payload", cols.payload()),
+                "headers", c.outbox().headers()));
+        root.put("routing", map("topic", c.routing().topic().source(),
+                "dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
+                        "topic", c.routing().deadLetters().topic())));
+        root.put("kafka", map("bootstrap-servers", c.kafka().bootstrapServers(), "producer", masked(c.kafka().producer()),
+                "give-up-after", Durations.format(c.kafka().giveUpAfter())));
+        var offsets = new LinkedHashMap<String, Object>();
+        offsets.put("table", c.offsets().table());
+        c.offsets().connection().ifPresent(conn -> putConnection(offsets, conn));
+        root.put("offsets", offsets);
+        root.put("http", map("enabled", c.http().enabled(), "listen", c.http().host() + ":" + c.http().port()));
+        root.put("debezium", masked(c.debezium()));
+        try {
+            return YAML.writeValueAsString(root);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void putConnection(Map<String, Object> m, JdbcConnection conn) {
+        m.put("url", conn.url());
+        if (conn.user() != null) {
+            m.put("user", conn.user());
+        }
+        m.put("password", conn.password().reveal().isEmpty() ? "" : Secret.MASK);
+    }
+
+    private static Map<String, String> masked(Map<String, String> props) {
+        var out = new LinkedHashMap<String, String>();
+        props.forEach((k, v) -> out.put(k, SECRET_KEY.matcher(k).matches() ? Secret.MASK : v));
+        return out;
+    }
+
+    private static Map<String, Object> map(Object... kv) {
+        var m = new LinkedHashMap<String, Object>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+}

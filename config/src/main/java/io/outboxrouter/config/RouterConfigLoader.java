@@ -1,0 +1,255 @@
+package io.outboxrouter.config;
+
+import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.outboxrouter.config.OutboxConfig.Columns;
+import io.outboxrouter.config.RoutingConfig.DeadLetterPolicy;
+import io.outboxrouter.config.RoutingConfig.DeadLetters;
+import io.outboxrouter.config.SourceConfig.PostgresSource;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Loads a {@link RouterConfig} from YAML and the environment. Every problem is collected and thrown at once
+ * as a {@link ConfigException}, each naming its full key and the bad value (never a secret's value).
+ */
+public final class RouterConfigLoader {
+    public static final String DEFAULT_TOPIC = "outbox.event.${aggregatetype}";
+    public static final String DEFAULT_DEAD_LETTER_TOPIC = "outbox.dead-letters";
+    public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
+
+    private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
+    private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
+    private static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
+    private static final Pattern OPTIONALLY_QUALIFIED = Pattern.compile("([A-Za-z_][A-Za-z0-9_$]*\\.)?[A-Za-z_][A-Za-z0-9_$]*");
+    private static final Set<String> LOGICAL_FIELDS = Set.of("id", "aggregatetype", "aggregateid", "type");
+    /** Producer settings the delivery guarantees depend on: not overridable. */
+    private static final Map<String, String> FIXED_PRODUCER = Map.of(
+            "acks", "all", "enable.idempotence", "true");
+    private static final Set<String> OWNED_PRODUCER = Set.of("key.serializer", "value.serializer", "bootstrap.servers");
+
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+    private RouterConfigLoader() {
+    }
+
+    public static RouterConfig load(Path file, Map<String, String> env) {
+        String text;
+        try {
+            text = Files.readString(file);
+        } catch (IOException e) {
+            throw new ConfigException(List.of("cannot read configuration file " + file + " (" + e.getClass().getSimpleName() + ")"));
+        }
+        return parse(text, env);
+    }
+
+    public static RouterConfig parse(String yaml, Map<String, String> env) {
+        JsonNode root;
+        try {
+            root = yaml.isBlank() ? MissingNode.getInstance() : YAML.readTree(yaml);
+        } catch (JacksonException e) {
+            var loc = e.getLocation();
+            throw new ConfigException(List.of("not valid YAML" + (loc == null ? "" : " at line " + loc.getLineNr())
+                    + ": " + e.getOriginalMessage()));
+        }
+        var problems = new ArrayList<String>();
+        var top = new ConfigNode("", root, env, problems);
+        var config = build(top);
+        top.rejectUnknown();
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+        return config;
+    }
+
+    private static RouterConfig build(ConfigNode top) {
+        String name = top.requiredString("name", "it names this router's offsets and replication slot, e.g. name: orders-router");
+        if (name != null && !ROUTER_NAME.matcher(name).matches()) {
+            top.problem("name", "must be lower-case letters, digits, '-' or '_', at most 63 (was \"" + name + "\")");
+        }
+        var source = source(top.child("source"), name == null ? "outbox_router" : name);
+        var outbox = outbox(top.child("outbox"));
+        var routing = routing(top.child("routing"), outbox);
+        var kafka = kafka(top.child("kafka"));
+        var offsets = offsets(top.child("offsets"));
+        var http = http(top.child("http"));
+        var debezium = top.stringMap("debezium");
+        return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
+    }
+
+    private static SourceConfig source(ConfigNode n, String routerName) {
+        var kind = n.choice("kind", SourceKind.class, SourceKind.POSTGRES);
+        String url = n.requiredString("url", "the JDBC URL of the database holding the outbox, e.g. jdbc:postgresql://db:5432/app");
+        JdbcUrl address = null;
+        if (url != null) {
+            address = JdbcUrl.parse(url).filter(u -> u.scheme().equals("postgresql")).orElse(null);
+            if (address == null) {
+                n.problem(n.key("url"), "must look like jdbc:postgresql://host:5432/database (was \"" + url + "\")");
+            }
+        }
+        String user = n.requiredString("user", "a role with REPLICATION LOGIN");
+        var password = n.secret("password").orElse(Secret.of(""));
+        var tables = n.stringList("tables", List.of("public.outbox"));
+        if (tables.isEmpty()) {
+            n.problem(n.key("tables"), "must name at least one outbox table");
+        }
+        for (String t : tables) {
+            if (!QUALIFIED_TABLE.matcher(t).matches()) {
+                n.problem(n.key("tables"), "must be schema-qualified table names like public.outbox (was \"" + t + "\")");
+            }
+        }
+        var pg = n.child("postgres");
+        String defaultName = routerName.replaceAll("[^a-z0-9_]", "_");
+        String slot = pg.string("slot", defaultName);
+        if (!SLOT_NAME.matcher(slot).matches()) {
+            pg.problem(pg.key("slot"), "must be lower-case letters, digits or '_', at most 63 (was \"" + slot + "\")");
+        }
+        String publication = pg.string("publication", defaultName);
+        if (!IDENTIFIER.matcher(publication).matches()) {
+            pg.problem(pg.key("publication"), "must be a plain SQL identifier (was \"" + publication + "\")");
+        }
+        var snapshot = n.choice("snapshot", SnapshotMode.class, SnapshotMode.NONE);
+        Duration poll = n.duration("poll-interval", Duration.ofMillis(10));
+        if (poll.toMillis() < 1 || poll.toMinutes() > 1) {
+            n.problem(n.key("poll-interval"), "must be between 1ms and 1m (was \"" + Durations.format(poll) + "\")");
+        }
+        int batch = n.integer("max-batch-size", 2048, 1, 65536);
+        return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
+                new PostgresSource(slot, publication), snapshot, poll, batch);
+    }
+
+    private static OutboxConfig outbox(ConfigNode n) {
+        var c = n.child("columns");
+        var d = Columns.DEFAULTS;
+        var columns = new Columns(
+                column(c, "id", d.id()), column(c, "aggregate-type", d.aggregateType()),
+                column(c, "aggregate-id", d.aggregateId()), column(c, "type", d.type()),
+                column(c, "payload", d.payload()));
+        var headers = n.stringMap("headers");
+        headers.forEach((col, header) -> {
+            if (!IDENTIFIER.matcher(col).matches()) {
+                n.problem(n.key("headers"), "\"" + col + "\" is not a column name");
+            }
+            if (header.isBlank()) {
+                n.problem(n.key("headers." + col), "must name the Kafka header");
+            }
+        });
+        return new OutboxConfig(columns, headers);
+    }
+
+    private static String column(ConfigNode n, String field, String defaultName) {
+        String v = n.string(field, defaultName);
+        if (!IDENTIFIER.matcher(v).matches()) {
+            n.problem(n.key(field), "must be a column name (was \"" + v + "\")");
+        }
+        return v;
+    }
+
+    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox) {
+        // ${...} in the template are columns, not environment variables: read it without substitution.
+        String text = n.rawText("topic").map(String::trim).filter(s -> !s.isEmpty()).orElse(DEFAULT_TOPIC);
+        TopicTemplate topic;
+        try {
+            topic = TopicTemplate.parse(text);
+            var known = knownPlaceholders(outbox);
+            for (String p : topic.placeholders()) {
+                if (!known.contains(p)) {
+                    n.problem(n.key("topic"), "unknown placeholder ${" + p + "} in \"" + text + "\"; known: "
+                            + String.join(", ", known.stream().map(k -> "${" + k + "}").toList())
+                            + " (name another column under outbox.headers to use it)");
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            n.problem(n.key("topic"), e.getMessage() + " (was \"" + text + "\")");
+            topic = TopicTemplate.parse(DEFAULT_TOPIC);
+        }
+        var dl = n.child("dead-letters");
+        var policy = dl.choice("policy", DeadLetterPolicy.class, DeadLetterPolicy.DEAD_LETTER);
+        String dlTopic = dl.string("topic", DEFAULT_DEAD_LETTER_TOPIC);
+        if (!TopicTemplate.isLegalTopic(dlTopic)) {
+            dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
+        }
+        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic));
+    }
+
+    /** Placeholders a template may use: the logical field names and every column the config names. */
+    public static Set<String> knownPlaceholders(OutboxConfig outbox) {
+        var known = new LinkedHashSet<String>(List.of("id", "aggregatetype", "aggregateid", "type"));
+        var c = outbox.columns();
+        known.addAll(List.of(c.id(), c.aggregateType(), c.aggregateId(), c.type()));
+        known.addAll(outbox.headers().keySet());
+        return known;
+    }
+
+    public static boolean isLogicalField(String placeholder) {
+        return LOGICAL_FIELDS.contains(placeholder);
+    }
+
+    private static KafkaConfig kafka(ConfigNode n) {
+        String servers = n.requiredString("bootstrap-servers", "e.g. kafka:9092");
+        var producer = n.stringMap("producer");
+        producer.forEach((k, v) -> {
+            String fixed = FIXED_PRODUCER.get(k);
+            if (fixed != null && !fixed.equals(v.trim().toLowerCase(Locale.ROOT))) {
+                n.problem(n.key("producer." + k), "must be " + fixed
+                        + ": ordered at-least-once delivery depends on it (was \"" + v + "\")");
+            }
+            if (OWNED_PRODUCER.contains(k)) {
+                n.problem(n.key("producer." + k), "is set by the router; remove it"
+                        + (k.equals("bootstrap.servers") ? " and use kafka.bootstrap-servers" : ""));
+            }
+        });
+        var giveUp = n.duration("give-up-after", Duration.ofMinutes(5));
+        return new KafkaConfig(servers, producer, giveUp);
+    }
+
+    private static OffsetsConfig offsets(ConfigNode n) {
+        String table = n.string("table", DEFAULT_OFFSETS_TABLE);
+        if (!OPTIONALLY_QUALIFIED.matcher(table).matches()) {
+            n.problem(n.key("table"), "must be a table name, optionally schema-qualified (was \"" + table + "\")");
+        }
+        Optional<String> url = n.optionalString("url");
+        Optional<String> user = n.optionalString("user");
+        Optional<Secret> password = n.secret("password");
+        if (url.isEmpty() && (user.isPresent() || password.isPresent())) {
+            n.problem(n.key("url"), "required when offsets.user or offsets.password is given (without it the source database is used)");
+        }
+        url.filter(u -> !u.startsWith("jdbc:")).ifPresent(u ->
+                n.problem(n.key("url"), "must be a JDBC URL (was \"" + u + "\")"));
+        var connection = url.map(u -> new JdbcConnection(u, user.orElse(null), password.orElse(Secret.of(""))));
+        return new OffsetsConfig(table, connection);
+    }
+
+    private static HttpConfig http(ConfigNode n) {
+        boolean enabled = n.bool("enabled", true);
+        String listen = n.string("listen", "127.0.0.1:8080");
+        int colon = listen.lastIndexOf(':');
+        int port = -1;
+        if (colon > 0) {
+            try {
+                port = Integer.parseInt(listen.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                port = -1;
+            }
+        }
+        if (port < 0 || port > 65535) {
+            n.problem(n.key("listen"), "must be host:port, e.g. 127.0.0.1:8080 (was \"" + listen + "\")");
+            return new HttpConfig(enabled, "127.0.0.1", 8080);
+        }
+        return new HttpConfig(enabled, listen.substring(0, colon), port);
+    }
+}

@@ -1,0 +1,6 @@
+package io.outboxrouter.config;
+
+/** Which database's replication stream the router reads. */
+public enum SourceKind {
+    POSTGRES
+}

@@ -1,0 +1,197 @@
+package io.outboxrouter.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RouterConfigLoaderTest {
+    private static final String MINIMAL = """
+            name: orders-router
+            source:
+              url: jdbc:postgresql://db:5433/app
+              user: router
+              password: s3cret-pw
+            kafka:
+              bootstrap-servers: kafka:9092
+            """;
+
+    private static List<String> problems(String yaml) {
+        return problems(yaml, Map.of());
+    }
+
+    private static List<String> problems(String yaml, Map<String, String> env) {
+        try {
+            RouterConfigLoader.parse(yaml, env);
+        } catch (ConfigException e) {
+            return e.problems();
+        }
+        throw new AssertionError("expected a ConfigException");
+    }
+
+    @Test
+    void minimalConfigGetsEventRouterDefaults() {
+        var c = RouterConfigLoader.parse(MINIMAL, Map.of());
+        assertThat(c.name()).isEqualTo("orders-router");
+        assertThat(c.source().address().host()).isEqualTo("db");
+        assertThat(c.source().address().port()).isEqualTo(5433);
+        assertThat(c.source().address().database()).isEqualTo("app");
+        assertThat(c.source().tables()).containsExactly("public.outbox");
+        assertThat(c.source().postgres().slot()).isEqualTo("orders_router");
+        assertThat(c.source().postgres().publication()).isEqualTo("orders_router");
+        assertThat(c.source().snapshot()).isEqualTo(SnapshotMode.NONE);
+        assertThat(c.source().pollInterval()).isEqualTo(Duration.ofMillis(10));
+        assertThat(c.outbox().columns()).isEqualTo(OutboxConfig.Columns.DEFAULTS);
+        assertThat(c.routing().topic().source()).isEqualTo("outbox.event.${aggregatetype}");
+        assertThat(c.routing().deadLetters().policy()).isEqualTo(RoutingConfig.DeadLetterPolicy.DEAD_LETTER);
+        assertThat(c.offsets().table()).isEqualTo("outbox_router_offsets");
+        assertThat(c.offsetsConnection()).isEqualTo(c.source().connection());
+        assertThat(c.http().host()).isEqualTo("127.0.0.1");
+        assertThat(c.http().port()).isEqualTo(8080);
+    }
+
+    @Test
+    void everyProblemIsReportedAtOnceEachNamingItsKey() {
+        var p = problems("""
+                source:
+                  url: jdbc:postgresql://db/app
+                  user: router
+                  max-batch-size: lots
+                  poll-interval: soon
+                  snapshot: always
+                  tabels: [public.outbox]
+                kafka: {}
+                routing:
+                  topic: "events.${tenant}"
+                """);
+        assertThat(p).anySatisfy(s -> assertThat(s).startsWith("name: required"));
+        assertThat(p).anySatisfy(s -> assertThat(s).isEqualTo("source.max-batch-size: must be a whole number (was \"lots\")"));
+        assertThat(p).anySatisfy(s -> assertThat(s).startsWith("source.poll-interval: must be a duration").endsWith("(was \"soon\")"));
+        assertThat(p).anySatisfy(s -> assertThat(s).startsWith("source.snapshot: must be one of none, initial (was \"always\")"));
+        assertThat(p).anySatisfy(s -> assertThat(s).isEqualTo("source.tabels: unknown key (did you mean \"source.tables\"?)"));
+        assertThat(p).anySatisfy(s -> assertThat(s).startsWith("kafka.bootstrap-servers: required"));
+        assertThat(p).anySatisfy(s -> assertThat(s).startsWith("routing.topic: unknown placeholder ${tenant}"));
+        assertThat(p).hasSize(7);
+    }
+
+    @Test
+    void wrongTypesNameTheKey() {
+        var p = problems(MINIMAL + """
+                outbox:
+                  columns: [id]
+                http:
+                  enabled: maybe
+                  listen: everywhere
+                """);
+        assertThat(p).containsExactlyInAnyOrder(
+                "outbox.columns: must be a mapping of keys to values (was a list)",
+                "http.enabled: must be true or false (was \"maybe\")",
+                "http.listen: must be host:port, e.g. 127.0.0.1:8080 (was \"everywhere\")");
+    }
+
+    @Test
+    void unknownTopLevelAndNestedKeysAreRejected() {
+        var p = problems(MINIMAL + """
+                kafak: {}
+                offsets:
+                  tabel: x
+                """);
+        assertThat(p).containsExactlyInAnyOrder(
+                "kafak: unknown key (did you mean \"kafka\"?)",
+                "offsets.tabel: unknown key (did you mean \"offsets.table\"?)");
+    }
+
+    @Test
+    void templatePlaceholdersMayUseConfiguredColumns() {
+        var c = RouterConfigLoader.parse(MINIMAL + """
+                outbox:
+                  headers: { tenant: x-tenant }
+                routing:
+                  topic: "${tenant}.${type}"
+                """, Map.of());
+        assertThat(c.routing().topic().placeholders()).containsExactly("tenant", "type");
+        assertThat(problems(MINIMAL + "routing: { topic: \"bad topic!\" }"))
+                .containsExactly("routing.topic: may only contain letters, digits, '.', '_', '-' and ${placeholders} (was \"bad topic!\")");
+        assertThat(problems(MINIMAL + "routing: { topic: \"x.${type\" }"))
+                .containsExactly("routing.topic: unclosed placeholder at position 2 (was \"x.${type\")");
+    }
+
+    @Test
+    void producerSettingsThatBreakDeliveryGuaranteesAreRefused() {
+        var p = problems(MINIMAL.replace("kafka:\n  bootstrap-servers: kafka:9092", """
+                kafka:
+                  bootstrap-servers: kafka:9092
+                  producer: { acks: "1", value.serializer: x, compression.type: lz4 }"""));
+        assertThat(p).containsExactlyInAnyOrder(
+                "kafka.producer.acks: must be all: ordered at-least-once delivery depends on it (was \"1\")",
+                "kafka.producer.value.serializer: is set by the router; remove it");
+    }
+
+    @Test
+    void environmentOverridesKeysAndFillsReferences() {
+        var c = RouterConfigLoader.parse(MINIMAL.replace("s3cret-pw", "${DB_PASSWORD}"), Map.of(
+                "DB_PASSWORD", "from-env",
+                "OUTBOX_ROUTER_KAFKA_BOOTSTRAP_SERVERS", "broker-1:9092,broker-2:9092",
+                "OUTBOX_ROUTER_SOURCE_MAX_BATCH_SIZE", "512",
+                "OUTBOX_ROUTER_SOURCE_TABLES", "public.outbox, billing.outbox"));
+        assertThat(c.source().connection().password().reveal()).isEqualTo("from-env");
+        assertThat(c.kafka().bootstrapServers()).isEqualTo("broker-1:9092,broker-2:9092");
+        assertThat(c.source().maxBatchSize()).isEqualTo(512);
+        assertThat(c.source().tables()).containsExactly("public.outbox", "billing.outbox");
+        assertThat(problems(MINIMAL.replace("s3cret-pw", "${NOPE}")))
+                .containsExactly("source.password: environment variable NOPE is not set");
+    }
+
+    @Test
+    void passwordFromAFile(@TempDir Path dir) throws Exception {
+        var file = dir.resolve("db-password");
+        Files.writeString(file, "file-pw\n");
+        var c = RouterConfigLoader.parse(MINIMAL.replace("password: s3cret-pw", "password-file: " + file), Map.of());
+        assertThat(c.source().connection().password().reveal()).isEqualTo("file-pw");
+        assertThat(problems(MINIMAL.replace("password: s3cret-pw", "password-file: " + dir.resolve("missing"))))
+                .containsExactly("source.password-file: cannot read \"" + dir.resolve("missing") + "\" (NoSuchFileException)");
+    }
+
+    @Test
+    void secretsNeverAppearInTheEffectiveConfigOrInErrors() {
+        var yaml = MINIMAL + """
+                kafka:
+                  bootstrap-servers: kafka:9092
+                  producer: { sasl.jaas.config: "PlainLoginModule required password=\\"kafka-pw\\";", linger.ms: "5" }
+                """;
+        yaml = yaml.replaceFirst("kafka:\n  bootstrap-servers: kafka:9092\n", "");
+        var c = RouterConfigLoader.parse(yaml, Map.of());
+        String printed = EffectiveConfig.toYaml(c);
+        assertThat(printed).doesNotContain("s3cret-pw").doesNotContain("kafka-pw").contains("password: '******'")
+                .contains("sasl.jaas.config: '******'").contains("linger.ms: 5");
+        assertThat(c.toString()).doesNotContain("s3cret-pw");
+        // A bad value next to a secret: the message shows the bad value, never the secret.
+        assertThat(String.join("\n", problems(MINIMAL + "http: { listen: nowhere }"))).doesNotContain("s3cret-pw");
+    }
+
+    @Test
+    void theEffectiveConfigReadsBackToTheSameConfig() {
+        var c = RouterConfigLoader.parse(MINIMAL + """
+                outbox:
+                  columns: { payload: body }
+                  headers: { tracingspancontext: traceparent }
+                routing:
+                  topic: "events.${type}"
+                  dead-letters: { policy: skip }
+                debezium: { slot.max.retries: "3" }
+                """, Map.of());
+        var again = RouterConfigLoader.parse(EffectiveConfig.toYaml(c).replace(Secret.MASK, "s3cret-pw"), Map.of());
+        assertThat(again).isEqualTo(c);
+    }
+
+    @Test
+    void badYamlSaysWhere() {
+        assertThat(problems("name: [unclosed\n")).singleElement().asString().startsWith("not valid YAML at line");
+    }
+}
