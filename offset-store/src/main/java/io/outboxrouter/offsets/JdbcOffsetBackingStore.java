@@ -1,0 +1,127 @@
+package io.outboxrouter.offsets;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.json.JsonConverterConfig;
+import org.apache.kafka.connect.runtime.WorkerConfig;
+import org.apache.kafka.connect.storage.OffsetBackingStore;
+import org.apache.kafka.connect.storage.OffsetUtils;
+import org.apache.kafka.connect.util.Callback;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Kafka Connect offset store the Debezium engine writes through, backed by {@link OffsetTable}.
+ * Keys and values are the engine's JSON, stored as text so that operators can read them.
+ * Writes happen on one named thread, in call order, so a later offset never lands before an earlier one;
+ * a write that keeps failing completes its future exceptionally after the retry budget, never hangs.
+ */
+public final class JdbcOffsetBackingStore implements OffsetBackingStore {
+    private static final Logger LOG = LoggerFactory.getLogger(JdbcOffsetBackingStore.class);
+
+    private OffsetTableSettings settings;
+    private OffsetTable table;
+    private ExecutorService executor;
+
+    /** Instantiated by the engine through reflection; settings arrive in {@link #configure}. */
+    public JdbcOffsetBackingStore() {
+    }
+
+    @Override
+    public void configure(WorkerConfig config) {
+        settings = OffsetTableSettings.fromProperties(config.originalsStrings());
+    }
+
+    @Override
+    public void start() {
+        executor = Executors.newSingleThreadExecutor(r -> {
+            var t = new Thread(r, "offset-store-" + settings.routerName());
+            t.setDaemon(true);
+            return t;
+        });
+        table = OffsetTable.open(settings);
+        table.createIfMissing();
+        LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(),
+                table.read(settings.routerName()).size());
+    }
+
+    @Override
+    public void stop() {
+        if (executor != null) {
+            executor.shutdown();
+            try {
+                if (!executor.awaitTermination(35, TimeUnit.SECONDS)) {
+                    LOG.warn("Offset writes still pending after 35 s; abandoning them (they are re-derived on restart)");
+                    executor.shutdownNow();
+                }
+            } catch (InterruptedException e) {
+                executor.shutdownNow();
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (table != null) {
+            table.close();
+        }
+    }
+
+    @Override
+    public Future<Map<ByteBuffer, ByteBuffer>> get(Collection<ByteBuffer> keys) {
+        return CompletableFuture.supplyAsync(() -> {
+            Map<String, String> stored = table.read(settings.routerName());
+            var out = new HashMap<ByteBuffer, ByteBuffer>();
+            for (ByteBuffer key : keys) {
+                String value = stored.get(text(key));
+                out.put(key, value == null ? null : bytes(value));
+            }
+            return out;
+        }, executor);
+    }
+
+    @Override
+    public Future<Void> set(Map<ByteBuffer, ByteBuffer> values, Callback<Void> callback) {
+        var entries = new LinkedHashMap<String, String>();
+        values.forEach((k, v) -> entries.put(text(k), v == null ? null : text(v)));
+        return CompletableFuture.runAsync(() -> table.write(settings.routerName(), entries), executor)
+                .whenComplete((ok, error) -> {
+                    Throwable cause = error != null && error.getCause() != null ? error.getCause() : error;
+                    if (cause != null) {
+                        LOG.error("Could not store offsets of router {}: {}", settings.routerName(), cause.getMessage());
+                    }
+                    if (callback != null) {
+                        callback.onCompletion(cause, null);
+                    }
+                });
+    }
+
+    @Override
+    public Set<Map<String, Object>> connectorPartitions(String connectorName) {
+        var converter = new JsonConverter();
+        converter.configure(Map.of(JsonConverterConfig.SCHEMAS_ENABLE_CONFIG, "false"), true);
+        Map<String, Set<Map<String, Object>>> partitions = new HashMap<>();
+        table.read(settings.routerName()).forEach((k, v) ->
+                OffsetUtils.processPartitionKey(k.getBytes(StandardCharsets.UTF_8), v.getBytes(StandardCharsets.UTF_8), converter, partitions));
+        return partitions.getOrDefault(connectorName, Set.of());
+    }
+
+    private static String text(ByteBuffer b) {
+        var dup = b.duplicate();
+        var arr = new byte[dup.remaining()];
+        dup.get(arr);
+        return new String(arr, StandardCharsets.UTF_8);
+    }
+
+    private static ByteBuffer bytes(String s) {
+        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+}

@@ -1,0 +1,47 @@
+package io.outboxrouter.offsets;
+
+/** The SQL differences between the databases the offset table lives in. */
+enum SqlDialect {
+    POSTGRES {
+        @Override
+        String upsert(String table) {
+            return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP) "
+                    + "ON CONFLICT (router_name, offset_key) DO UPDATE SET offset_value = EXCLUDED.offset_value, updated_at = EXCLUDED.updated_at";
+        }
+    },
+    MYSQL {
+        @Override
+        String upsert(String table) {
+            return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(3)) "
+                    + "ON DUPLICATE KEY UPDATE offset_value = VALUES(offset_value), updated_at = VALUES(updated_at)";
+        }
+    };
+
+    static SqlDialect of(String jdbcUrl) {
+        if (jdbcUrl.startsWith("jdbc:postgresql:")) {
+            return POSTGRES;
+        }
+        if (jdbcUrl.startsWith("jdbc:mysql:") || jdbcUrl.startsWith("jdbc:mariadb:")) {
+            return MYSQL;
+        }
+        throw new IllegalArgumentException("offsets: unsupported database in " + jdbcUrl
+                + " (supported: jdbc:postgresql:, jdbc:mysql:, jdbc:mariadb:)");
+    }
+
+    /** Insert or replace one row; parameters: router name, key, value. */
+    abstract String upsert(String table);
+
+    /**
+     * The key columns stay under MySQL's 3072-byte index limit in utf8mb4 (700 characters x 4 bytes).
+     * Offset keys are short JSON such as {@code ["orders-router",{"server":"orders-router"}]}.
+     */
+    String createTable(String table) {
+        String text = this == MYSQL ? "MEDIUMTEXT" : "TEXT";
+        return "CREATE TABLE IF NOT EXISTS " + table + " ("
+                + "router_name VARCHAR(200) NOT NULL, "
+                + "offset_key VARCHAR(500) NOT NULL, "
+                + "offset_value " + text + " NOT NULL, "
+                + "updated_at TIMESTAMP(3) NOT NULL, "
+                + "PRIMARY KEY (router_name, offset_key))";
+    }
+}

@@ -1,0 +1,173 @@
+package io.outboxrouter.offsets;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.outboxrouter.config.Secret;
+import io.outboxrouter.retry.Retry;
+import io.outboxrouter.testing.PostgresServer;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.connect.runtime.standalone.StandaloneConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The offset store on a real Postgres. This server is private to the class: one test stops it. */
+class OffsetStorePostgresIT {
+    private static PostgresServer pg;
+    private static String url;
+
+    @BeforeAll
+    static void start() {
+        pg = PostgresServer.start();
+        url = pg.jdbcUrl(pg.createDatabase("offsets_it"));
+    }
+
+    @AfterAll
+    static void stop() {
+        pg.close();
+    }
+
+    private static OffsetTableSettings settings(String router, String table, Duration giveUpAfter) {
+        return new OffsetTableSettings(router, url, PostgresServer.USER, Secret.of(PostgresServer.PASSWORD), table,
+                new Retry(Duration.ofMillis(50), Duration.ofMillis(500), giveUpAfter));
+    }
+
+    @Test
+    void twoRouterNamesInOneTableKeepIndependentOffsets() {
+        try (var a = OffsetTable.open(settings("orders", "shared_offsets", Duration.ofSeconds(5)));
+             var b = OffsetTable.open(settings("billing", "shared_offsets", Duration.ofSeconds(5)))) {
+            a.createIfMissing();
+            b.createIfMissing();
+            String key = "[\"engine\",{\"server\":\"x\"}]";
+            a.write("orders", Map.of(key, "{\"lsn\":100}"));
+            b.write("billing", Map.of(key, "{\"lsn\":7}"));
+            a.write("orders", Map.of(key, "{\"lsn\":200}"));
+
+            assertThat(a.read("orders")).containsExactly(Map.entry(key, "{\"lsn\":200}"));
+            assertThat(b.read("billing")).containsExactly(Map.entry(key, "{\"lsn\":7}"));
+            assertThat(a.rows(Optional.empty())).extracting(OffsetTable.Row::routerName).containsExactly("billing", "orders");
+
+            assertThat(a.delete("orders")).isEqualTo(1);
+            assertThat(a.read("orders")).isEmpty();
+            assertThat(b.read("billing")).hasSize(1);
+        }
+    }
+
+    @Test
+    void whatTheEngineWritesReadsBackEqual() throws Exception {
+        var store = backingStore("orders-router", "engine_offsets");
+        try {
+            var key = buf("[\"orders-router\",{\"server\":\"orders-router\"}]");
+            var value = buf("{\"lsn_proc\":24023128,\"messageType\":\"COMMIT\",\"lsn_commit\":24023128,\"txId\":771,\"ts_usec\":1763700000000000}");
+            var other = buf("[\"orders-router\",{\"server\":\"other\"}]");
+            var values = new HashMap<ByteBuffer, ByteBuffer>();
+            values.put(key, value);
+            values.put(other, buf("{\"lsn\":1}"));
+            store.set(values, null).get(10, TimeUnit.SECONDS);
+
+            Map<ByteBuffer, ByteBuffer> read = store.get(List.of(key, other, buf("[\"nope\",{}]"))).get(10, TimeUnit.SECONDS);
+            assertThat(read.get(key)).isEqualTo(value);
+            assertThat(read.get(other)).isEqualTo(buf("{\"lsn\":1}"));
+            assertThat(read.get(buf("[\"nope\",{}]"))).isNull();
+            assertThat(store.connectorPartitions("orders-router"))
+                    .containsExactlyInAnyOrder(Map.of("server", "orders-router"), Map.of("server", "other"));
+
+            // A null value removes the key (Connect's tombstone).
+            var tombstone = new HashMap<ByteBuffer, ByteBuffer>();
+            tombstone.put(other, null);
+            store.set(tombstone, null).get(10, TimeUnit.SECONDS);
+            assertThat(store.get(List.of(other)).get(10, TimeUnit.SECONDS).get(other)).isNull();
+        } finally {
+            store.stop();
+        }
+        // A new store instance (a restart) sees what the first one wrote.
+        var again = backingStore("orders-router", "engine_offsets");
+        try {
+            var key = buf("[\"orders-router\",{\"server\":\"orders-router\"}]");
+            assertThat(text(again.get(List.of(key)).get(10, TimeUnit.SECONDS).get(key))).contains("\"lsn_commit\":24023128");
+        } finally {
+            again.stop();
+        }
+    }
+
+    @Test
+    void anOutageDuringAWriteIsRetriedThenSurfacesAsAnErrorNeverAHang() throws Exception {
+        try (var table = OffsetTable.open(settings("outage", "outage_offsets", Duration.ofSeconds(3)))) {
+            table.createIfMissing();
+            table.write("outage", Map.of("k", "before"));
+
+            pg.stop();
+            long start = System.nanoTime();
+            assertThatThrownBy(() -> table.write("outage", Map.of("k", "during")))
+                    .isInstanceOf(OffsetStoreException.class)
+                    .hasMessageContaining("offset table outage_offsets: write offsets of outage: giving up after")
+                    .hasMessageNotContaining(PostgresServer.PASSWORD + "@");
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+
+            // A write that starts during the outage and the server comes back within the budget: it lands.
+            try (var late = OffsetTable.open(settings("outage", "outage_offsets", Duration.ofSeconds(60)))) {
+                var result = new java.util.concurrent.CompletableFuture<Void>();
+                var writer = new Thread(() -> {
+                    try {
+                        late.write("outage", Map.of("k", "after"));
+                        result.complete(null);
+                    } catch (RuntimeException e) {
+                        result.completeExceptionally(e);
+                    }
+                });
+                writer.start();
+                Thread.sleep(1_000);
+                assertThat(result).isNotDone();
+                pg.restart();
+                result.get(60, TimeUnit.SECONDS);
+                assertThat(late.read("outage")).containsEntry("k", "after");
+            }
+        } finally {
+            pg.restart();
+        }
+    }
+
+    @Test
+    void theBackingStoreFailsItsFutureWhenTheDatabaseIsGone() throws Exception {
+        var store = backingStore("gone", "gone_offsets");
+        try {
+            pg.stop();
+            var future = store.set(Map.of(buf("k"), buf("v")), null);
+            assertThatThrownBy(() -> future.get(60, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(OffsetStoreException.class);
+        } finally {
+            pg.restart();
+            store.stop();
+        }
+    }
+
+    private static JdbcOffsetBackingStore backingStore(String router, String table) {
+        var props = new HashMap<String, String>(settings(router, table, Duration.ofSeconds(3)).toProperties());
+        props.put("bootstrap.servers", "unused:9092");
+        props.put("offset.storage.file.filename", "");
+        props.put("key.converter", "org.apache.kafka.connect.json.JsonConverter");
+        props.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+        var store = new JdbcOffsetBackingStore();
+        store.configure(new StandaloneConfig(props));
+        store.start();
+        return store;
+    }
+
+    private static ByteBuffer buf(String s) {
+        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String text(ByteBuffer b) {
+        return StandardCharsets.UTF_8.decode(b.duplicate()).toString();
+    }
+}

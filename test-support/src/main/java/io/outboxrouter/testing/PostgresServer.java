@@ -1,0 +1,118 @@
+package io.outboxrouter.testing;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.time.Duration;
+
+/**
+ * A real Postgres (embedded binaries from Maven, PG 17) with logical decoding on, on a private port.
+ * It can be stopped and started again on the same data directory and port, to simulate an outage.
+ */
+public final class PostgresServer implements AutoCloseable {
+    public static final String USER = "postgres";
+    public static final String PASSWORD = "postgres";
+
+    private final Path dataDir;
+    private final int port;
+    private EmbeddedPostgres pg;
+
+    private PostgresServer(Path dataDir, int port) {
+        this.dataDir = dataDir;
+        this.port = port;
+    }
+
+    public static PostgresServer start() {
+        try {
+            var server = new PostgresServer(Files.createTempDirectory("outbox-router-pg"), freePort());
+            server.startProcess();
+            return server;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void startProcess() {
+        try {
+            pg = EmbeddedPostgres.builder()
+                    .setPort(port)
+                    .setDataDirectory(dataDir)
+                    // Never "clean": zonky deletes a clean data directory on close(), which would lose it across restart().
+                    .setCleanDataDirectory(false)
+                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .setServerConfig("wal_level", "logical")
+                    .setServerConfig("max_replication_slots", "32")
+                    .setServerConfig("max_wal_senders", "32")
+                    .setServerConfig("max_connections", "200")
+                    // synchronous_commit stays on: with it off the walsender ships WAL late and latency grows.
+                    .setServerConfig("fsync", "off")
+                    .setServerConfig("full_page_writes", "off")
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start embedded Postgres on port " + port, e);
+        }
+    }
+
+    /** Stops the server, keeping its data: the next {@link #restart()} brings the same database back. */
+    public void stop() {
+        if (pg != null) {
+            try {
+                pg.close();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            pg = null;
+        }
+    }
+
+    public void restart() {
+        stop();
+        startProcess();
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** A JDBC URL for a database on this server (created with {@link #createDatabase} first, or "postgres"). */
+    public String jdbcUrl(String database) {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/" + database;
+    }
+
+    public Connection connect(String database) throws SQLException {
+        return DriverManager.getConnection(jdbcUrl(database), USER, PASSWORD);
+    }
+
+    /** A fresh database, so that tests never share tables, slots or publications. */
+    public String createDatabase(String name) {
+        try (var c = connect("postgres"); var st = c.createStatement()) {
+            st.execute("CREATE DATABASE " + name);
+            return name;
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not create database " + name, e);
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (var s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+
+    @Override
+    public void close() {
+        stop();
+        try (var files = Files.walk(dataDir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (IOException e) {
+            // A temp directory left behind is harmless.
+        }
+    }
+}
