@@ -1,0 +1,164 @@
+package io.outboxrouter.cdc;
+
+import io.debezium.embedded.Connect;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.debezium.engine.format.ChangeEventFormat;
+import io.debezium.engine.spi.OffsetCommitPolicy;
+import io.outboxrouter.config.RouterConfig;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import javax.management.ObjectName;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The embedded Debezium engine for one router: reads the replication stream, hands row changes to a
+ * {@link ChangeHandler} batch by batch, in source order, and stores the source position only after the handler
+ * returned and only at the end of a complete source transaction.
+ */
+public final class CdcEngine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(CdcEngine.class);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+
+    private final String name;
+    private final ObjectName streamingMetrics;
+    private final DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
+    private final ExecutorService thread;
+    private final CompletableFuture<Void> completion = new CompletableFuture<>();
+
+    private CdcEngine(RouterConfig config, ChangeHandler handler) {
+        this.name = config.name();
+        try {
+            this.streamingMetrics = new ObjectName("debezium.postgres:type=connector-metrics,context=streaming,server=" + name);
+        } catch (javax.management.MalformedObjectNameException e) {
+            throw new IllegalArgumentException("router name " + name + " cannot name a metrics bean", e);
+        }
+        var consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(ChangeRecords::postgresPosition));
+        this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
+                .using(ConnectorProperties.of(config))
+                .using(OffsetCommitPolicy.always()) // every batch: what is staged is only ever up to a transaction END
+                .using((success, message, error) -> {
+                    if (success) {
+                        LOG.info("Engine {} stopped: {}", name, message);
+                        completion.complete(null);
+                    } else {
+                        completion.completeExceptionally(error != null ? error : new IllegalStateException(message));
+                    }
+                })
+                .notifying(consumer)
+                .build();
+        this.thread = Executors.newSingleThreadExecutor(r -> new Thread(r, "cdc-engine-" + name));
+    }
+
+    /**
+     * Checks the source database's prerequisites, then starts streaming on a thread of its own.
+     *
+     * @throws SourceSetupException when the database is not set up for the router; the message names the fix
+     */
+    public static CdcEngine start(RouterConfig config, ChangeHandler handler) {
+        PostgresPreflight.run(config.source());
+        var engine = new CdcEngine(config, handler);
+        engine.thread.execute(engine.engine);
+        return engine;
+    }
+
+    /** Whether the connector is connected to the replication stream: only then is a new commit sure to be seen. */
+    public boolean isStreaming() {
+        try {
+            return Boolean.TRUE.equals(ManagementFactory.getPlatformMBeanServer().getAttribute(streamingMetrics, "Connected"));
+        } catch (javax.management.JMException e) {
+            return false; // not registered yet
+        }
+    }
+
+    /** Waits until streaming, the engine stops, or the timeout; returns whether it is streaming. */
+    public boolean awaitStreaming(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline && !completion.isDone()) {
+            if (isStreaming()) {
+                return true;
+            }
+            Thread.sleep(20);
+        }
+        return isStreaming();
+    }
+
+    /** Completes when the engine stops: normally after {@link #close()}, exceptionally when it failed. */
+    public CompletableFuture<Void> completion() {
+        return completion;
+    }
+
+    /** Stops reading, lets the engine store the last durable position, and waits for its thread. */
+    @Override
+    public void close() {
+        try {
+            engine.close();
+        } catch (IOException e) {
+            LOG.warn("Engine {} did not close cleanly: {}", name, e.getMessage());
+        }
+        thread.shutdown();
+        try {
+            if (!thread.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+                LOG.warn("Engine {} still running after {} s; interrupting it", name, STOP_TIMEOUT.toSeconds());
+                thread.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            thread.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Runs on the engine's thread: the committer is not thread-safe and stays on it. */
+    private static final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeEvent<SourceRecord>> {
+        private final ChangeHandler handler;
+        private final TransactionBoundaries boundaries;
+        private final ChangeRecords changeRecords;
+
+        BatchConsumer(ChangeHandler handler, TransactionBoundaries boundaries, ChangeRecords changeRecords) {
+            this.handler = handler;
+            this.boundaries = boundaries;
+            this.changeRecords = changeRecords;
+        }
+
+        @Override
+        public void handleBatch(List<RecordChangeEvent<SourceRecord>> records,
+                                DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) throws InterruptedException {
+            var raw = new ArrayList<SourceRecord>(records.size());
+            var events = new ArrayList<ChangeEvent>(records.size());
+            for (var r : records) {
+                raw.add(r.record());
+                changeRecords.toEvent(r.record()).ifPresent(events::add);
+            }
+            if (!events.isEmpty()) {
+                try {
+                    handler.handle(events);
+                } catch (InterruptedException e) {
+                    throw e;
+                } catch (RuntimeException e) {
+                    throw e;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e.getMessage(), e);
+                }
+            }
+            int safe = boundaries.lastSafeIndex(raw);
+            if (safe >= 0) {
+                committer.markProcessed(records.get(safe));
+            }
+            committer.markBatchFinished();
+        }
+
+        @Override
+        public boolean supportsTombstoneEvents() {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.config.SnapshotMode;
+import io.outboxrouter.offsets.JdbcOffsetBackingStore;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import java.util.Properties;
+
+/** The Debezium engine and connector properties for a router configuration. */
+final class ConnectorProperties {
+    private ConnectorProperties() {
+    }
+
+    static Properties of(RouterConfig config) {
+        var source = config.source();
+        var p = new Properties();
+        p.setProperty("name", config.name());
+        p.setProperty("topic.prefix", config.name());
+        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+
+        // Offsets: our JDBC store, written after every batch the handler made durable, at transaction boundaries.
+        p.setProperty("offset.storage", JdbcOffsetBackingStore.class.getName());
+        var offsets = config.offsetsConnection();
+        new OffsetTableSettings(config.name(), offsets.url(), offsets.user(), offsets.password(), config.offsets().table(),
+                OffsetTableSettings.DEFAULT_RETRY).toProperties().forEach(p::setProperty);
+        p.setProperty("offset.flush.interval.ms", "0");
+        p.setProperty("offset.flush.timeout.ms", "60000");
+        p.setProperty("provide.transaction.metadata", "true");
+
+        var address = source.address();
+        p.setProperty("database.hostname", address.host());
+        p.setProperty("database.port", Integer.toString(address.port()));
+        p.setProperty("database.dbname", address.database());
+        p.setProperty("database.user", source.connection().user());
+        p.setProperty("database.password", source.connection().password().reveal());
+        p.setProperty("plugin.name", "pgoutput");
+        p.setProperty("slot.name", source.postgres().slot());
+        p.setProperty("publication.name", source.postgres().publication());
+        p.setProperty("publication.autocreate.mode", "disabled"); // PostgresPreflight creates it, with only our tables
+        p.setProperty("table.include.list", String.join(",", source.tables().stream().map(ConnectorProperties::regex).toList()));
+        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
+
+        p.setProperty("poll.interval.ms", Long.toString(source.pollInterval().toMillis()));
+        p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));
+        p.setProperty("max.queue.size", Integer.toString(source.maxBatchSize() * 4));
+        p.setProperty("tombstones.on.delete", "false");
+        p.setProperty("decimal.handling.mode", "string");
+        p.setProperty("binary.handling.mode", "bytes");
+        p.setProperty("include.unknown.datatypes", "true");
+        // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
+        p.setProperty("slot.retry.delay.ms", "1000");
+        p.setProperty("slot.max.retries", "60");
+        config.debezium().forEach(p::setProperty);
+        return p;
+    }
+
+    /** table.include.list takes regular expressions: quote the dot. */
+    private static String regex(String table) {
+        return table.replace(".", "\\.");
+    }
+}

@@ -1,0 +1,61 @@
+package io.outboxrouter.app;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.outboxrouter.config.HttpConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.BooleanSupplier;
+
+/** {@code /health/live} and {@code /health/ready} (ready = streaming from the source), on loopback by default. */
+final class HealthServer implements AutoCloseable {
+    private final HttpServer server;
+    private final ExecutorService executor;
+
+    private HealthServer(HttpServer server, ExecutorService executor) {
+        this.server = server;
+        this.executor = executor;
+    }
+
+    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready) {
+        try {
+            var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
+            var executor = Executors.newSingleThreadExecutor(r -> {
+                var t = new Thread(r, "http-" + routerName);
+                t.setDaemon(true);
+                return t;
+            });
+            server.setExecutor(executor);
+            server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
+            server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
+            server.start();
+            return new HealthServer(server, executor);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot listen on " + http.host() + ":" + http.port()
+                    + " (http.listen; use another port or http.enabled: false)", e);
+        }
+    }
+
+    int port() {
+        return server.getAddress().getPort();
+    }
+
+    private static void answer(HttpExchange ex, boolean ok, String what) throws IOException {
+        byte[] body = ("{\"status\":\"" + (ok ? "UP" : "DOWN") + "\",\"check\":\"" + what + "\"}").getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().add("Content-Type", "application/json");
+        ex.sendResponseHeaders(ok ? 200 : 503, body.length);
+        try (var out = ex.getResponseBody()) {
+            out.write(body);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

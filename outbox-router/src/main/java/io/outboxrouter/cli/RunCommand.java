@@ -1,0 +1,62 @@
+package io.outboxrouter.cli;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.retry.Retry;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import sun.misc.Signal;
+
+@Command(name = "run", mixinStandardHelpOptions = true,
+        description = "Streams committed outbox rows to Kafka until stopped (SIGTERM or Ctrl-C stop it cleanly, exit 0).")
+final class RunCommand implements Callable<Integer> {
+    @Mixin
+    ConfigOption config;
+
+    @Override
+    public Integer call() throws InterruptedException {
+        var c = config.loadOrReport();
+        if (c == null) {
+            return Main.EXIT_USAGE;
+        }
+        var stopRequested = new CompletableFuture<String>();
+        for (String name : new String[] {"TERM", "INT"}) {
+            Signal.handle(new Signal(name), s -> stopRequested.complete("SIG" + s.getName()));
+        }
+        Router router;
+        try {
+            router = Router.start(c);
+        } catch (SourceSetupException e) {
+            return fail(e.getMessage());
+        } catch (RuntimeException e) {
+            return fail("could not start: " + Retry.describe(e));
+        }
+        try {
+            if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
+                System.err.println("outbox-router: not streaming yet after 60 s; still trying (see the log)");
+            }
+            CompletableFuture.anyOf(stopRequested, router.completion()).join();
+        } catch (CompletionException e) {
+            // the engine failed: reported below
+        } finally {
+            router.close();
+        }
+        try {
+            router.completion().get();
+            return 0;
+        } catch (ExecutionException e) {
+            return fail("stopped on an error: " + Retry.describe(e.getCause())
+                    + ". Fix the cause and start it again: it resumes from its stored offset, nothing is lost");
+        }
+    }
+
+    private static int fail(String message) {
+        System.err.println("outbox-router: " + message);
+        return Main.EXIT_FAILED;
+    }
+}

@@ -1,0 +1,138 @@
+package io.outboxrouter.kafka;
+
+import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.retry.Retry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Publishes a batch of records and returns only when the broker acknowledged every one of them. The producer is
+ * idempotent with {@code acks=all}, so its own retries neither duplicate nor reorder. When a batch fails anyway
+ * (broker outage past the delivery timeout), the producer is replaced and the whole batch is sent again in order,
+ * with capped backoff, until the retry budget is spent: records may be duplicated, never skipped or reordered
+ * for an aggregate's first delivery.
+ */
+public final class KafkaPublisher implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KafkaPublisher.class);
+    private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+
+    private final Properties producerConfig;
+    private final Retry retry;
+    private Producer<byte[], byte[]> producer;
+
+    public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff) {
+        this.producerConfig = producerConfig(kafka, clientId);
+        this.retry = new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter());
+        this.producer = newProducer();
+    }
+
+    static Properties producerConfig(KafkaConfig kafka, String clientId) {
+        var p = new Properties();
+        // Latency first: a batch is flushed as soon as it is sent, so linger only matters between flushes.
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        p.putAll(kafka.producer());
+        // Not overridable (the config loader refuses other values): the delivery guarantees depend on them.
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.putIfAbsent(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        return p;
+    }
+
+    private Producer<byte[], byte[]> newProducer() {
+        return new KafkaProducer<>(producerConfig);
+    }
+
+    /**
+     * Sends every record in order and waits for all acknowledgements.
+     *
+     * @throws Retry.GaveUpException when the batch could not be published within the retry budget, or hit an
+     *                               error that retrying cannot fix (authorization, a record over the size limit)
+     */
+    public void publish(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException {
+        if (records.isEmpty()) {
+            return;
+        }
+        retry.call("publish " + records.size() + " records to Kafka", KafkaPublisher::isRetryable, LOG, () -> {
+            try {
+                sendAndAwait(records);
+                return null;
+            } catch (Exception e) {
+                replaceProducer();
+                throw e;
+            }
+        });
+    }
+
+    private void sendAndAwait(List<ProducerRecord<byte[], byte[]>> records) throws Exception {
+        var acks = new ArrayList<CompletableFuture<Void>>(records.size());
+        for (var record : records) {
+            var ack = new CompletableFuture<Void>();
+            // Never throw from the callback (it runs on the producer's I/O thread): complete the future instead.
+            producer.send(record, (metadata, error) -> {
+                if (error == null) {
+                    ack.complete(null);
+                } else {
+                    ack.completeExceptionally(error);
+                }
+            });
+            acks.add(ack);
+        }
+        producer.flush();
+        for (var ack : acks) {
+            try {
+                ack.get();
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof Exception cause ? cause : e;
+            }
+        }
+    }
+
+    private void replaceProducer() {
+        try {
+            producer.close(Duration.ZERO);
+        } catch (RuntimeException e) {
+            LOG.debug("Closing the failed producer: {}", e.getMessage());
+        }
+        producer = newProducer();
+    }
+
+    /** Setup errors and records the broker will never take are not retried; outages and timeouts are. */
+    static boolean isRetryable(Throwable e) {
+        return !(e instanceof AuthenticationException || e instanceof AuthorizationException
+                || e instanceof UnsupportedVersionException || e instanceof InvalidConfigurationException
+                || e instanceof RecordTooLargeException || e instanceof org.apache.kafka.common.config.ConfigException);
+    }
+
+    @Override
+    public void close() {
+        try {
+            producer.close(CLOSE_TIMEOUT);
+        } catch (RuntimeException e) {
+            LOG.warn("Kafka producer did not close cleanly: {}", e.getMessage());
+        }
+    }
+}

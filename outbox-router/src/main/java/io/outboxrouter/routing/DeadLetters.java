@@ -1,0 +1,69 @@
+package io.outboxrouter.routing;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.config.OutboxConfig;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+
+/**
+ * Builds the dead-letter record of a rejected row: the payload bytes as stored, keyed by the aggregate id when
+ * there is one, with the reason, the source position and table, and the row's other columns as JSON in headers.
+ */
+public final class DeadLetters {
+    public static final String HEADER_REASON = "dead-letter.reason";
+    public static final String HEADER_COLUMNS = "dead-letter.columns";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String topic;
+    private final OutboxConfig.Columns columns;
+
+    public DeadLetters(String topic, OutboxConfig.Columns columns) {
+        this.topic = topic;
+        this.columns = columns;
+    }
+
+    public ProducerRecord<byte[], byte[]> record(RoutingResult.Reject reject) {
+        ChangeEvent change = reject.change();
+        var row = change.row();
+        var headers = new ArrayList<Header>();
+        add(headers, HEADER_REASON, reject.reason());
+        add(headers, OutboxRouting.HEADER_ID, OutboxRouting.text(row.get(columns.id())));
+        add(headers, OutboxRouting.HEADER_POSITION, change.position());
+        add(headers, OutboxRouting.HEADER_TABLE, change.table());
+        add(headers, OutboxRouting.HEADER_COMMIT_TIME, change.commitTime() == null ? null : change.commitTime().toString());
+        add(headers, HEADER_COLUMNS, columnsJson(change));
+        Object aggregateId = row.get(columns.aggregateId());
+        Object payload = row.get(columns.payload());
+        return new ProducerRecord<>(topic, null,
+                aggregateId == null ? null : OutboxRouting.bytes(aggregateId),
+                payload == null ? null : OutboxRouting.bytes(payload), headers);
+    }
+
+    private String columnsJson(ChangeEvent change) {
+        var out = new LinkedHashMap<String, Object>();
+        change.row().forEach((k, v) -> {
+            if (!k.equals(columns.payload())) {
+                out.put(k, v instanceof byte[] b ? Base64.getEncoder().encodeToString(b) : v);
+            }
+        });
+        try {
+            return JSON.writeValueAsString(out);
+        } catch (JsonProcessingException e) {
+            return out.toString();
+        }
+    }
+
+    private static void add(List<Header> headers, String name, String value) {
+        if (value != null) {
+            headers.add(new RecordHeader(name, value.getBytes(StandardCharsets.UTF_8)));
+        }
+    }
+}

@@ -1,0 +1,125 @@
+package io.outboxrouter.routing;
+
+import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.TopicTemplate;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+
+/**
+ * Change record in, Kafka record (or the reason why not) out; pure, no I/O. An outbox INSERT becomes a record
+ * keyed by the aggregate id, on the topic the template renders, with the payload bytes as stored and headers
+ * {@code id}, {@code type}, {@code aggregatetype}, the source position, table and commit time, and any columns
+ * mapped to headers. UPDATEs and DELETEs publish nothing, so insert-then-delete in one transaction still publishes.
+ */
+public final class OutboxRouting {
+    public static final String HEADER_ID = "id";
+    public static final String HEADER_TYPE = "type";
+    public static final String HEADER_AGGREGATE_TYPE = "aggregatetype";
+    public static final String HEADER_POSITION = "source.position";
+    public static final String HEADER_TABLE = "source.table";
+    public static final String HEADER_COMMIT_TIME = "source.commit.time";
+
+    private final OutboxConfig.Columns columns;
+    private final Map<String, String> headerColumns;
+    private final TopicTemplate topic;
+
+    public OutboxRouting(OutboxConfig outbox, TopicTemplate topic) {
+        this.columns = outbox.columns();
+        this.headerColumns = outbox.headers();
+        this.topic = topic;
+    }
+
+    public RoutingResult route(ChangeEvent change) {
+        if (change.operation() == ChangeEvent.Operation.UPDATE || change.operation() == ChangeEvent.Operation.DELETE) {
+            return new RoutingResult.Ignore(change.operation() + " of an outbox row publishes nothing");
+        }
+        var row = change.row();
+        for (String column : List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload())) {
+            if (!row.containsKey(column)) {
+                return reject(change, "column " + column + " is missing from table " + change.table()
+                        + " (set its name under outbox.columns)");
+            }
+        }
+        for (String column : headerColumns.keySet()) {
+            if (!row.containsKey(column)) {
+                return reject(change, "column " + column + " named in outbox.headers is missing from table " + change.table());
+            }
+        }
+        String id = text(row.get(columns.id()));
+        if (id == null) {
+            return reject(change, "event id (column " + columns.id() + ") is null");
+        }
+        String aggregateId = text(row.get(columns.aggregateId()));
+        if (aggregateId == null) {
+            return reject(change, "aggregate id (column " + columns.aggregateId() + ") is null");
+        }
+        String aggregateType = text(row.get(columns.aggregateType()));
+        String type = text(row.get(columns.type()));
+
+        Optional<String> rendered = topic.render(name -> value(name, row));
+        if (rendered.isEmpty()) {
+            return reject(change, "topic template " + topic + " needs a value that is null in this row");
+        }
+        if (!TopicTemplate.isLegalTopic(rendered.get())) {
+            return reject(change, "topic template " + topic + " renders \"" + rendered.get() + "\", which is not a legal Kafka topic name");
+        }
+
+        var headers = new ArrayList<Header>();
+        header(headers, HEADER_ID, id);
+        header(headers, HEADER_TYPE, type);
+        header(headers, HEADER_AGGREGATE_TYPE, aggregateType);
+        header(headers, HEADER_POSITION, change.position());
+        header(headers, HEADER_TABLE, change.table());
+        header(headers, HEADER_COMMIT_TIME, change.commitTime() == null ? null : change.commitTime().toString());
+        headerColumns.forEach((column, name) -> {
+            Object v = row.get(column);
+            if (v != null) {
+                headers.add(new RecordHeader(name, bytes(v)));
+            }
+        });
+        Object payload = row.get(columns.payload());
+        return new RoutingResult.Publish(new ProducerRecord<>(rendered.get(), null,
+                aggregateId.getBytes(StandardCharsets.UTF_8), payload == null ? null : bytes(payload), headers));
+    }
+
+    /** A template placeholder's value: a logical field name maps to its configured column, anything else is a column. */
+    private String value(String placeholder, Map<String, Object> row) {
+        String column = switch (placeholder) {
+            case "id" -> columns.id();
+            case "aggregatetype" -> columns.aggregateType();
+            case "aggregateid" -> columns.aggregateId();
+            case "type" -> columns.type();
+            default -> placeholder;
+        };
+        return text(row.get(column));
+    }
+
+    private static RoutingResult reject(ChangeEvent change, String reason) {
+        return new RoutingResult.Reject(reason, change);
+    }
+
+    private static void header(List<Header> headers, String name, String value) {
+        if (value != null) {
+            headers.add(new RecordHeader(name, value.getBytes(StandardCharsets.UTF_8)));
+        }
+    }
+
+    /** Payload and header bytes: binary columns as they are, text as UTF-8, never re-encoded into a JSON string. */
+    static byte[] bytes(Object v) {
+        return v instanceof byte[] b ? b : v.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static String text(Object v) {
+        if (v == null) {
+            return null;
+        }
+        return v instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : v.toString();
+    }
+}

@@ -1,0 +1,20 @@
+package io.outboxrouter.routing;
+
+import io.outboxrouter.cdc.ChangeEvent;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+/** What becomes of one row change: a Kafka record, nothing, or a rejection with its reason. */
+public sealed interface RoutingResult {
+
+    /** An outbox INSERT that becomes this record. */
+    record Publish(ProducerRecord<byte[], byte[]> record) implements RoutingResult {
+    }
+
+    /** A change that publishes nothing by design (UPDATE and DELETE of outbox rows). */
+    record Ignore(String why) implements RoutingResult {
+    }
+
+    /** An outbox INSERT that cannot become an event; handled by the dead-letter policy. */
+    record Reject(String reason, ChangeEvent change) implements RoutingResult {
+    }
+}

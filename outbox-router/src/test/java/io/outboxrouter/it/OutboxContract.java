@@ -1,0 +1,445 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.TestServers;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What users rely on, written once and run against each source database: every committed outbox row arrives
+ * once on its topic with its key, headers and payload bytes; rollbacks, updates and deletes publish nothing;
+ * order per aggregate equals commit order; nothing is lost across graceful restarts and SIGKILL crashes.
+ */
+abstract class OutboxContract {
+    @TempDir
+    Path dir;
+
+    /** A fresh database with the outbox tables, private to one test. */
+    abstract OutboxDatabase newDatabase(String name) throws SQLException;
+
+    static String kafka() {
+        return TestServers.kafka().bootstrapServers();
+    }
+
+    static String unique(String prefix) {
+        return prefix + "_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xFFFFFFFFL);
+    }
+
+    String configYaml(OutboxDatabase db, String name, String topicPrefix, int httpPort) {
+        return "name: " + name + "\n" + db.sourceYaml() + """
+                outbox:
+                  headers: { tracingspancontext: traceparent }
+                routing:
+                  topic: "%s.${aggregatetype}"
+                kafka:
+                  bootstrap-servers: %s
+                http:
+                  enabled: %s
+                  listen: 127.0.0.1:%d
+                debezium:
+                  slot.retry.delay.ms: "500"
+                """.formatted(topicPrefix, kafka(), httpPort > 0, Math.max(httpPort, 0));
+    }
+
+    Router startRouter(OutboxDatabase db, String name, String topicPrefix) throws InterruptedException {
+        var router = Router.start(RouterConfigLoader.parse(configYaml(db, name, topicPrefix, 0), Map.of()));
+        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).as("streaming within 60 s").isTrue();
+        return router;
+    }
+
+    // --- 1. routing: topic, key, headers, payload bytes --------------------------------------------------------
+
+    @Test
+    void everyCommittedRowArrivesOnceOnItsTopicWithKeyHeadersAndPayloadBytes() throws Exception {
+        var db = newDatabase(unique("routing"));
+        String topics = unique("routing");
+        var written = new ArrayList<TestEvent>();
+        var binary = new LinkedHashMap<UUID, byte[]>();
+        try (var router = startRouter(db, unique("routing-router").replace('_', '-'), topics);
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            var types = List.of("Order", "Customer", "Invoice", "Shipment");
+            var seq = new HashMap<String, Integer>();
+            // 200 transactions of 1, 4 and 14 rows: 100 x 1 + 50 x 4 + 50 x 14 = 1,000 rows.
+            for (int tx = 0; tx < 200; tx++) {
+                int size = tx < 100 ? 1 : tx < 150 ? 4 : 14;
+                var events = new ArrayList<TestEvent>();
+                for (int i = 0; i < size; i++) {
+                    String type = types.get((tx + i) % types.size());
+                    String aggregate = type.toLowerCase() + "-" + ((tx * 7 + i) % 25);
+                    events.add(TestEvent.of(type, aggregate, seq.merge(aggregate, 1, Integer::sum)));
+                }
+                if (size == 4) {
+                    for (var e : events) {
+                        db.insert(c, e); // several statements in one transaction
+                    }
+                } else {
+                    db.insertMultiRow(c, events);
+                }
+                c.commit();
+                written.addAll(events);
+            }
+            // A second outbox table with a binary payload and a column mapped to a header.
+            for (int i = 0; i < 20; i++) {
+                var id = UUID.randomUUID();
+                byte[] payload = new byte[64 + i];
+                new Random(i).nextBytes(payload);
+                try (var ps = c.prepareStatement("INSERT INTO " + binaryTable() + " (id, aggregatetype, aggregateid, type, payload, tracingspancontext) "
+                        + "VALUES (" + uuidParam() + ", 'Blob', ?, 'BlobStored', ?, ?)")) {
+                    ps.setString(1, id.toString());
+                    ps.setString(2, "blob-" + i);
+                    ps.setBytes(3, payload);
+                    ps.setString(4, "00-trace-" + i + "-01");
+                    ps.executeUpdate();
+                }
+                binary.put(id, payload);
+            }
+            c.commit();
+
+            var expected = new HashSet<UUID>();
+            written.forEach(e -> expected.add(e.id()));
+            expected.addAll(binary.keySet());
+            kafka.awaitIds(expected, Duration.ofSeconds(60));
+            var received = kafka.settle(Duration.ofSeconds(1));
+
+            assertThat(received).hasSize(1020);
+            var byId = received.stream().collect(Collectors.toMap(KafkaEvents.Received::id, r -> r));
+            for (var e : written) {
+                var r = byId.get(e.id());
+                assertThat(r.topic()).isEqualTo(topics + "." + e.aggregateType());
+                assertThat(r.key()).isEqualTo(e.aggregateId());
+                assertThat(r.value()).isEqualTo(e.payload().getBytes(StandardCharsets.UTF_8));
+                assertThat(r.header("type")).isEqualTo(e.type());
+                assertThat(r.header("aggregatetype")).isEqualTo(e.aggregateType());
+                assertThat(r.header("source.table")).isEqualTo(outboxTable());
+                assertThat(r.header("source.position")).isNotBlank();
+                assertThat(Instant.parse(r.header("source.commit.time"))).isBefore(Instant.now().plusSeconds(5));
+                assertThat(r.headers()).doesNotContainKey("traceparent");
+            }
+            binary.forEach((id, payload) -> {
+                var r = byId.get(id);
+                assertThat(r.topic()).isEqualTo(topics + ".Blob");
+                assertThat(r.value()).isEqualTo(payload);
+                assertThat(r.header("traceparent")).startsWith("00-trace-");
+                assertThat(r.header("source.table")).isEqualTo(binaryTable());
+            });
+        }
+    }
+
+    String outboxTable() {
+        return "public.outbox";
+    }
+
+    String binaryTable() {
+        return "public.outbox_binary";
+    }
+
+    String uuidParam() {
+        return "?::uuid";
+    }
+
+    // --- 2. rollback, update, delete, insert-then-delete --------------------------------------------------------
+
+    @Test
+    void rollbacksUpdatesAndDeletesPublishNothingButInsertThenDeletePublishes() throws Exception {
+        var db = newDatabase(unique("txn"));
+        String topics = unique("txn");
+        try (var router = startRouter(db, unique("txn-router").replace('_', '-'), topics);
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            var rolledBack = List.of(TestEvent.of("Order", "o-1", 1), TestEvent.of("Order", "o-1", 2));
+            db.insertMultiRow(c, rolledBack);
+            c.rollback();
+
+            var kept = TestEvent.of("Order", "o-2", 1);
+            db.insert(c, kept);
+            c.commit();
+            try (var st = c.createStatement()) {
+                st.executeUpdate("UPDATE " + outboxTable() + " SET type = 'Changed' WHERE id = '" + kept.id() + "'");
+                c.commit();
+                st.executeUpdate("DELETE FROM " + outboxTable() + " WHERE id = '" + kept.id() + "'");
+                c.commit();
+            }
+
+            var insertThenDelete = TestEvent.of("Order", "o-3", 1);
+            db.insert(c, insertThenDelete);
+            try (var st = c.createStatement()) {
+                st.executeUpdate("DELETE FROM " + outboxTable() + " WHERE id = '" + insertThenDelete.id() + "'");
+            }
+            c.commit();
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM " + outboxTable())) {
+                rs.next();
+                assertThat(rs.getInt(1)).as("the outbox table is empty").isZero();
+            }
+
+            var sentinel = TestEvent.of("Order", "o-4", 1);
+            db.insert(c, sentinel);
+            c.commit();
+
+            kafka.awaitIds(Set.of(kept.id(), insertThenDelete.id(), sentinel.id()), Duration.ofSeconds(60));
+            var received = kafka.settle(Duration.ofMillis(1500));
+            assertThat(received).extracting(KafkaEvents.Received::id)
+                    .containsExactly(kept.id(), insertThenDelete.id(), sentinel.id());
+            assertThat(received.get(0).header("type")).isEqualTo(kept.type());
+        }
+    }
+
+    // --- 3. order per aggregate under concurrent writers -------------------------------------------------------
+
+    @Test
+    void orderPerAggregateEqualsCommitOrderUnderEightConcurrentWriters() throws Exception {
+        var db = newDatabase(unique("order"));
+        String topics = unique("order");
+        int writers = 8;
+        int perWriter = 2_500;
+        int aggregates = 200;
+        try (var router = startRouter(db, unique("order-router").replace('_', '-'), topics);
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            ExecutorService pool = Executors.newFixedThreadPool(writers);
+            var ids = new ArrayList<Future<List<UUID>>>();
+            try {
+                for (int w = 0; w < writers; w++) {
+                    ids.add(pool.submit(() -> writeSequenced(db, perWriter, aggregates)));
+                }
+                var expected = new HashSet<UUID>();
+                for (var f : ids) {
+                    expected.addAll(f.get());
+                }
+                assertThat(expected).hasSize(writers * perWriter);
+                kafka.awaitIds(expected, Duration.ofSeconds(120));
+            } finally {
+                pool.shutdownNow();
+            }
+            var received = kafka.settle(Duration.ofSeconds(1));
+            assertThat(received).hasSize(writers * perWriter);
+            assertOrderPerAggregate(received);
+        }
+    }
+
+    /**
+     * Writes events in transactions of 1-3 events of one aggregate. The aggregate's sequence number is taken from a
+     * row locked in the same transaction, so sequence order is the aggregate's commit order.
+     */
+    List<UUID> writeSequenced(OutboxDatabase db, int count, int aggregates) throws SQLException {
+        var ids = new ArrayList<UUID>();
+        var random = ThreadLocalRandom.current();
+        try (Connection c = db.connect()) {
+            while (ids.size() < count) {
+                String aggregate = "agg-" + random.nextInt(aggregates);
+                int n = Math.min(1 + random.nextInt(3), count - ids.size());
+                int last = nextSequence(c, aggregate, n);
+                var events = new ArrayList<TestEvent>();
+                for (int i = n - 1; i >= 0; i--) {
+                    events.add(TestEvent.of("Account", aggregate, last - i));
+                }
+                db.insertMultiRow(c, events);
+                c.commit();
+                events.forEach(e -> ids.add(e.id()));
+            }
+        }
+        return ids;
+    }
+
+    /** Adds n to the aggregate's counter, holding its row lock until commit; returns the new value. */
+    int nextSequence(Connection c, String aggregate, int n) throws SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO aggregate_seq (aggregateid, seq) VALUES (?, ?) "
+                + "ON CONFLICT (aggregateid) DO UPDATE SET seq = aggregate_seq.seq + EXCLUDED.seq RETURNING seq")) {
+            ps.setString(1, aggregate);
+            ps.setInt(2, n);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    /**
+     * Per key, in partition order, the first delivery of each event must follow the aggregate's sequence 1, 2, 3...
+     * (duplicates after a crash may repeat earlier events; they never take an event's first place early).
+     */
+    static void assertOrderPerAggregate(List<KafkaEvents.Received> received) {
+        Map<String, List<KafkaEvents.Received>> byKey = received.stream()
+                .sorted(java.util.Comparator.comparing(KafkaEvents.Received::partition).thenComparing(KafkaEvents.Received::offset))
+                .collect(Collectors.groupingBy(KafkaEvents.Received::key, LinkedHashMap::new, Collectors.toList()));
+        Function<KafkaEvents.Received, Integer> seqOf = r -> {
+            String v = r.valueText();
+            int at = v.indexOf("\"seq\": ") + 7;
+            return Integer.parseInt(v.substring(at, v.indexOf(',', at)));
+        };
+        byKey.forEach((key, records) -> {
+            assertThat(records.stream().map(KafkaEvents.Received::partition).distinct()).as("one partition for key %s", key).hasSize(1);
+            var firstSeen = new ArrayList<Integer>();
+            var seen = new HashSet<UUID>();
+            for (var r : records) {
+                if (seen.add(r.id())) {
+                    firstSeen.add(seqOf.apply(r));
+                }
+            }
+            for (int i = 0; i < firstSeen.size(); i++) {
+                assertThat(firstSeen.get(i)).as("event %d of aggregate %s", i + 1, key).isEqualTo(i + 1);
+            }
+        });
+    }
+
+    // --- 4. graceful stop and restart --------------------------------------------------------------------------
+
+    @Test
+    void gracefulStopThenRestartPublishesWhatWasWrittenWhileStoppedAndNothingTwice() throws Exception {
+        var db = newDatabase(unique("restart"));
+        String topics = unique("restart");
+        String name = unique("restart-router").replace('_', '-');
+        int port = freePort();
+        var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port));
+        var log = dir.resolve("router.log");
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*"); var c = db.connect()) {
+            var before = new HashSet<UUID>();
+            try (var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90))) {
+                for (int i = 0; i < 100; i++) {
+                    var e = TestEvent.of("Order", "o-" + (i % 10), i / 10 + 1);
+                    db.insert(c, e);
+                    c.commit();
+                    before.add(e.id());
+                }
+                kafka.awaitIds(before, Duration.ofSeconds(60));
+                assertThat(router.stop(Duration.ofSeconds(60))).as("exit code after SIGTERM").isZero();
+            }
+            assertThat(Files.readString(log)).contains("Router " + name + " stopped after publishing 100 events");
+
+            var whileStopped = new HashSet<UUID>();
+            for (int i = 0; i < 500; i++) {
+                var e = TestEvent.of("Order", "o-" + (i % 10), 11 + i / 10);
+                db.insert(c, e);
+                if (i % 5 == 4) {
+                    c.commit();
+                }
+                whileStopped.add(e.id());
+            }
+            c.commit();
+
+            try (var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90))) {
+                kafka.awaitIds(whileStopped, Duration.ofSeconds(60));
+                var received = kafka.settle(Duration.ofMillis(1500));
+                assertThat(router.stop(Duration.ofSeconds(60))).isZero();
+                assertThat(received).as("each of the 600 events exactly once").hasSize(600);
+                assertThat(kafka.receivedIds()).containsAll(before).containsAll(whileStopped);
+                assertOrderPerAggregate(received);
+            }
+        }
+    }
+
+    // --- 5. SIGKILL under load -------------------------------------------------------------------------------
+
+    @Test
+    void sigkillUnderLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
+        var db = newDatabase(unique("crash"));
+        String topics = unique("crash");
+        String name = unique("crash-router").replace('_', '-');
+        int port = freePort();
+        var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port));
+        var log = dir.resolve("router.log");
+        var random = new Random();
+        var written = java.util.Collections.synchronizedSet(new HashSet<UUID>());
+        var stopLoad = new AtomicBoolean();
+        ExecutorService load = Executors.newSingleThreadExecutor();
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            // The first start creates the slot: rows committed before it are, by design, not published.
+            var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
+            Future<?> writer = load.submit(() -> {
+                writeMixedLoad(db, written, stopLoad);
+                return null;
+            });
+            for (int kill = 1; kill <= 5; kill++) {
+                Thread.sleep(1_000 + random.nextInt(3_000));
+                kafka.poll();
+                router.kill();
+                System.out.printf("crash test: SIGKILL %d of 5 with %d events written%n", kill, written.size());
+                Thread.sleep(random.nextInt(1_000));
+                router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
+            }
+            Thread.sleep(1_000);
+            stopLoad.set(true);
+            writer.get();
+            kafka.awaitIds(Set.copyOf(written), Duration.ofSeconds(120));
+            var received = kafka.settle(Duration.ofSeconds(2));
+            assertThat(router.stop(Duration.ofSeconds(60))).isZero();
+
+            long duplicates = received.size() - kafka.receivedIds().size();
+            System.out.printf("crash test: %d events written, %d records read, %d distinct, %d duplicates (%.2f%%), 5 SIGKILLs%n",
+                    written.size(), received.size(), kafka.receivedIds().size(), duplicates, 100.0 * duplicates / written.size());
+            assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
+            assertOrderPerAggregate(received);
+        } finally {
+            stopLoad.set(true);
+            load.shutdownNow();
+        }
+    }
+
+    /**
+     * One writer, so program order is commit order: single-row transactions, multi-statement transactions,
+     * 50-row multi-row INSERTs and 500-row bulk loads (COPY), events spread over 100 aggregates.
+     */
+    void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop) throws SQLException, InterruptedException {
+        var seq = new HashMap<String, Integer>();
+        Function<Integer, List<TestEvent>> next = n -> {
+            var events = new ArrayList<TestEvent>(n);
+            for (int i = 0; i < n; i++) {
+                String aggregate = "acct-" + ThreadLocalRandom.current().nextInt(100);
+                events.add(TestEvent.of("Account", aggregate, seq.merge(aggregate, 1, Integer::sum)));
+            }
+            return events;
+        };
+        try (var c = db.connect()) {
+            for (long round = 0; !stop.get(); round++) {
+                List<TestEvent> events;
+                switch ((int) (round % 10)) {
+                    case 6, 7 -> db.insertMultiRow(c, events = next.apply(50));
+                    case 8 -> db.insertBulk(c, events = next.apply(500));
+                    case 9 -> {
+                        events = next.apply(5);
+                        for (var e : events) {
+                            db.insert(c, e);
+                        }
+                    }
+                    default -> db.insert(c, (events = next.apply(1)).get(0));
+                }
+                c.commit();
+                events.forEach(e -> written.add(e.id()));
+                Thread.sleep(2);
+            }
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (var s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package io.outboxrouter.it;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+
+/** One source database for the contract suite: Postgres here, MariaDB/MySQL as they come. */
+interface OutboxDatabase {
+
+    /** A connection with auto-commit off. */
+    Connection connect() throws SQLException;
+
+    /** The {@code source:} block of a router config for this database. */
+    String sourceYaml();
+
+    /** Inserts the events with one multi-row INSERT statement (no commit). */
+    void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException;
+
+    /** Inserts the events with the database's bulk path (COPY on Postgres), no commit. */
+    void insertBulk(Connection c, List<TestEvent> events) throws SQLException;
+
+    /** Inserts one event (no commit). */
+    default void insert(Connection c, TestEvent e) throws SQLException {
+        insertMultiRow(c, List.of(e));
+    }
+
+    /** Runs one statement in its own transaction. */
+    default void execute(String sql) throws SQLException {
+        try (var c = connect(); var st = c.createStatement()) {
+            st.execute(sql);
+            c.commit();
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package io.outboxrouter.it;
+
+import io.outboxrouter.testing.PostgresServer;
+import java.io.IOException;
+import java.io.StringReader;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+import org.postgresql.PGConnection;
+
+/** A fresh Postgres database with an outbox table shaped like Debezium EventRouter's, plus a bytea one. */
+final class PostgresOutbox implements OutboxDatabase {
+    private final PostgresServer server;
+    private final String database;
+
+    PostgresOutbox(PostgresServer server, String database) throws SQLException {
+        this.server = server;
+        this.database = server.createDatabase(database);
+        try (var c = connect(); var st = c.createStatement()) {
+            st.execute("""
+                    CREATE TABLE public.outbox (
+                      id uuid PRIMARY KEY,
+                      aggregatetype varchar(255) NOT NULL,
+                      aggregateid varchar(255) NOT NULL,
+                      type varchar(255) NOT NULL,
+                      payload jsonb,
+                      created_at timestamptz NOT NULL DEFAULT now(),
+                      tracingspancontext varchar(256))""");
+            st.execute("""
+                    CREATE TABLE public.outbox_binary (
+                      id uuid PRIMARY KEY,
+                      aggregatetype varchar(255) NOT NULL,
+                      aggregateid varchar(255) NOT NULL,
+                      type varchar(255) NOT NULL,
+                      payload bytea,
+                      tracingspancontext varchar(256))""");
+            st.execute("CREATE TABLE public.aggregate_seq (aggregateid varchar(255) PRIMARY KEY, seq int NOT NULL)");
+            c.commit();
+        }
+    }
+
+    @Override
+    public Connection connect() throws SQLException {
+        var c = server.connect(database);
+        c.setAutoCommit(false);
+        return c;
+    }
+
+    @Override
+    public String sourceYaml() {
+        return """
+                source:
+                  kind: postgres
+                  url: %s
+                  user: %s
+                  password: %s
+                  tables: [public.outbox, public.outbox_binary]
+                """.formatted(server.jdbcUrl(database), PostgresServer.USER, PostgresServer.PASSWORD);
+    }
+
+    @Override
+    public void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException {
+        var sql = new StringBuilder("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES ");
+        for (int i = 0; i < events.size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append("(?::uuid, ?, ?, ?, ?::jsonb)");
+        }
+        try (var ps = c.prepareStatement(sql.toString())) {
+            int p = 1;
+            for (var e : events) {
+                ps.setString(p++, e.id().toString());
+                ps.setString(p++, e.aggregateType());
+                ps.setString(p++, e.aggregateId());
+                ps.setString(p++, e.type());
+                ps.setString(p++, e.payload());
+            }
+            ps.executeUpdate();
+        }
+    }
+
+    @Override
+    public void insertBulk(Connection c, List<TestEvent> events) throws SQLException {
+        var csv = new StringBuilder();
+        for (var e : events) {
+            csv.append(e.id()).append(',').append(e.aggregateType()).append(',').append(e.aggregateId()).append(',')
+                    .append(e.type()).append(",\"").append(e.payload().replace("\"", "\"\"")).append("\"\n");
+        }
+        try {
+            c.unwrap(PGConnection.class).getCopyAPI().copyIn(
+                    "COPY public.outbox (id, aggregatetype, aggregateid, type, payload) FROM STDIN WITH (FORMAT csv)",
+                    new StringReader(csv.toString()));
+        } catch (IOException e) {
+            throw new SQLException(e);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+package io.outboxrouter.it;
+
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The router as users run it: {@code java -jar outbox-router.jar run --config FILE}, in a child JVM. */
+final class RouterProcess implements AutoCloseable {
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+
+    private final Process process;
+    private final Path log;
+    private final int httpPort;
+
+    private RouterProcess(Process process, Path log, int httpPort) {
+        this.process = process;
+        this.log = log;
+        this.httpPort = httpPort;
+    }
+
+    static Path jar() {
+        var jar = Path.of(System.getProperty("router.jar", "target/outbox-router.jar"));
+        if (!Files.exists(jar)) {
+            throw new IllegalStateException(jar + " is missing: these tests run after `package` (mvn verify)");
+        }
+        return jar;
+    }
+
+    static RouterProcess start(Path config, int httpPort, Path log, String... command) throws IOException {
+        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString()));
+        cmd.addAll(command.length == 0 ? List.of("run", "--config", config.toString()) : List.of(command));
+        var process = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .start();
+        return new RouterProcess(process, log, httpPort);
+    }
+
+    /** Waits for /health/ready (streaming connected); fails with the router's log when it exits first. */
+    RouterProcess awaitReady(Duration timeout) {
+        await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("router exited with " + process.exitValue() + ":\n" + logTail());
+            }
+            return ready();
+        });
+        return this;
+    }
+
+    boolean ready() {
+        try {
+            var response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/health/ready"))
+                    .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.discarding());
+            return response.statusCode() == 200;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** SIGTERM, then the exit code. */
+    int stop(Duration timeout) throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.destroyForcibly();
+            throw new IllegalStateException("router did not stop within " + timeout + " after SIGTERM:\n" + logTail());
+        }
+        return process.exitValue();
+    }
+
+    /** SIGKILL: no shutdown hook, no flush, no offset commit. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    int awaitExit(Duration timeout) throws InterruptedException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("router still running after " + timeout + ":\n" + logTail());
+        }
+        return process.exitValue();
+    }
+
+    String logTail() {
+        try {
+            var lines = Files.readAllLines(log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 60), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e.getMessage() + ")";
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+}
