@@ -71,7 +71,10 @@ abstract class OutboxContract {
 
     Router startRouter(OutboxDatabase db, String name, String topicPrefix) throws InterruptedException {
         var router = Router.start(RouterConfigLoader.parse(configYaml(db, name, topicPrefix, 0), Map.of()));
-        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).as("streaming within 60 s").isTrue();
+        if (!router.awaitStreaming(Duration.ofSeconds(60))) {
+            router.completion().join(); // shows why the engine stopped
+            throw new AssertionError("not streaming within 60 s");
+        }
         return router;
     }
 
