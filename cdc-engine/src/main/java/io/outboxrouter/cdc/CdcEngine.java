@@ -100,10 +100,12 @@ public final class CdcEngine implements AutoCloseable {
     /** Stops reading, lets the engine store the last durable position, and waits for its thread. */
     @Override
     public void close() {
-        try {
-            engine.close();
-        } catch (IOException e) {
-            LOG.warn("Engine {} did not close cleanly: {}", name, e.getMessage());
+        if (!completion.isDone()) { // a failed engine has already shut itself down
+            try {
+                engine.close();
+            } catch (IOException | IllegalStateException e) {
+                LOG.warn("Engine {} did not close cleanly: {}", name, e.getMessage());
+            }
         }
         thread.shutdown();
         try {

@@ -2,7 +2,6 @@ package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
-import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -34,7 +33,7 @@ final class RunCommand implements Callable<Integer> {
         } catch (SourceSetupException e) {
             return fail(e.getMessage());
         } catch (RuntimeException e) {
-            return fail("could not start: " + Retry.describe(e));
+            return fail("could not start: " + Failures.explain(e));
         }
         try {
             if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
@@ -50,7 +49,7 @@ final class RunCommand implements Callable<Integer> {
             router.completion().get();
             return 0;
         } catch (ExecutionException e) {
-            return fail("stopped on an error: " + Retry.describe(e.getCause())
+            return fail("stopped on an error: " + Failures.explain(e.getCause())
                     + ". Fix the cause and start it again: it resumes from its stored offset, nothing is lost");
         }
     }

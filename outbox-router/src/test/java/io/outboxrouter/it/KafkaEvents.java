@@ -21,7 +21,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 final class KafkaEvents implements AutoCloseable {
 
     /** One record as read from Kafka. */
-    record Received(String topic, int partition, long offset, String key, byte[] value, Map<String, String> headers) {
+    record Received(String topic, int partition, long offset, long timestamp, long receivedAtMillis, String key, byte[] value,
+                    Map<String, String> headers) {
         String header(String name) {
             return headers.get(name);
         }
@@ -63,7 +64,7 @@ final class KafkaEvents implements AutoCloseable {
             }
             var headers = new LinkedHashMap<String, String>();
             r.headers().forEach(h -> headers.put(h.key(), h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8)));
-            received.add(new Received(r.topic(), r.partition(), r.offset(),
+            received.add(new Received(r.topic(), r.partition(), r.offset(), r.timestamp(), System.currentTimeMillis(),
                     r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8), r.value(), headers));
         }
     }
