@@ -130,6 +130,40 @@ class PostgresRouterBehaviourIT {
                 .doesNotContain(PostgresServer.PASSWORD + "\"");
     }
 
+    /**
+     * The README's least-privilege role (REPLICATION LOGIN, SELECT on the outbox, CREATE on the schema for the offsets
+     * table; the publication made by the owner) is enough, and its password appears in no log line.
+     */
+    @Test
+    void aLeastPrivilegeRoleIsEnoughAndItsPasswordIsNeverLogged() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("privs"));
+        String password = "Pa55-" + UUID.randomUUID();
+        String role = unique("router_role");
+        db.execute("CREATE ROLE " + role + " WITH LOGIN REPLICATION PASSWORD '" + password + "'");
+        db.execute("GRANT SELECT ON public.outbox, public.outbox_binary TO " + role);
+        db.execute("GRANT CREATE ON SCHEMA public TO " + role);
+        String name = unique("privs-router").replace('_', '-');
+        db.execute("CREATE PUBLICATION " + name.replace('-', '_') + " FOR TABLE public.outbox, public.outbox_binary");
+        String topics = unique("privs");
+        int port = OutboxContract.freePort();
+        var yaml = yaml(db, name, topics, "", port)
+                .replace("user: " + PostgresServer.USER, "user: " + role)
+                .replace("password: " + PostgresServer.PASSWORD, "password: ${ROUTER_TEST_PASSWORD}");
+        var config = Files.writeString(dir.resolve("router.yml"), yaml);
+        var log = dir.resolve("router.log");
+        var event = TestEvent.of("Order", "o-1", 1);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            try (var router = RouterProcess.start(config, port, log, Map.of("ROUTER_TEST_PASSWORD", password))
+                    .awaitReady(Duration.ofSeconds(90))) {
+                db.insert(c, event);
+                c.commit();
+                kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
+                assertThat(router.stop(Duration.ofSeconds(60))).isZero();
+            }
+        }
+        assertThat(Files.readString(log)).contains("Using existing publication", "Router " + name + " stopped").doesNotContain(password);
+    }
+
     /** Not a timed assertion: prints commit-to-consumer latency of single-row transactions, for the record. */
     @Test
     void latencyProbeForSingleInserts() throws Exception {

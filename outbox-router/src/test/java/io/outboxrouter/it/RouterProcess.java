@@ -36,11 +36,16 @@ final class RouterProcess implements AutoCloseable {
         return jar;
     }
 
-    static RouterProcess start(Path config, int httpPort, Path log, String... command) throws IOException {
+    static RouterProcess start(Path config, int httpPort, Path log) throws IOException {
+        return start(config, httpPort, log, java.util.Map.of());
+    }
+
+    static RouterProcess start(Path config, int httpPort, Path log, java.util.Map<String, String> env) throws IOException {
         var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString()));
-        cmd.addAll(command.length == 0 ? List.of("run", "--config", config.toString()) : List.of(command));
-        var process = new ProcessBuilder(cmd)
+                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString(), "run", "--config", config.toString()));
+        var builder = new ProcessBuilder(cmd);
+        builder.environment().putAll(env);
+        var process = builder
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();
