@@ -248,6 +248,18 @@ final class ConfigNode {
         return direct.map(Secret::of);
     }
 
+    /** Every leaf key read from this node and its children: the configuration model's keys. */
+    void collectLeafKeys(java.util.Collection<String> out) {
+        for (String field : read.stream().sorted().toList()) {
+            var child = children.stream().filter(c -> c.path.equals(key(field))).findFirst();
+            if (child.isPresent()) {
+                child.get().collectLeafKeys(out);
+            } else {
+                out.add(key(field));
+            }
+        }
+    }
+
     /** Reports, for this node and every child read from it, the keys that nothing read. */
     void rejectUnknown() {
         if (node.isObject()) {

@@ -76,6 +76,15 @@ public final class RouterConfigLoader {
         return config;
     }
 
+    /** Every key of the configuration model, as the loader reads them (maps such as {@code kafka.producer} as one key). */
+    static java.util.SortedSet<String> modelKeys() {
+        var top = new ConfigNode("", MissingNode.getInstance(), Map.of(), new ArrayList<>());
+        build(top);
+        var keys = new java.util.TreeSet<String>();
+        top.collectLeafKeys(keys);
+        return keys;
+    }
+
     private static RouterConfig build(ConfigNode top) {
         String name = top.requiredString("name", "it names this router's offsets and replication slot, e.g. name: orders-router");
         if (name != null && !ROUTER_NAME.matcher(name).matches()) {

@@ -1,20 +1,25 @@
 package io.outboxrouter.testing;
 
+import org.junit.platform.launcher.LauncherSession;
+import org.junit.platform.launcher.LauncherSessionListener;
+
 /**
- * One Postgres and one Kafka broker per test JVM, started on first use and stopped when the JVM exits.
+ * One Postgres and one Kafka broker per test JVM, started on first use. They are stopped in order when the JUnit
+ * launcher session closes (registered as a {@link LauncherSessionListener}), while the JVM is still fully alive:
+ * stopping them from shutdown hooks raced with embedded Postgres's own hook and could fail the test JVM's exit.
  * Tests isolate themselves with their own database ({@link PostgresServer#createDatabase}) and topic names.
  */
-public final class TestServers {
+public final class TestServers implements LauncherSessionListener {
     private static PostgresServer postgres;
     private static KafkaBroker kafka;
 
-    private TestServers() {
+    /** Instantiated by the JUnit Platform through ServiceLoader. */
+    public TestServers() {
     }
 
     public static synchronized PostgresServer postgres() {
         if (postgres == null) {
             postgres = PostgresServer.start();
-            Runtime.getRuntime().addShutdownHook(new Thread(postgres::close, "stop-test-postgres"));
         }
         return postgres;
     }
@@ -22,8 +27,27 @@ public final class TestServers {
     public static synchronized KafkaBroker kafka() {
         if (kafka == null) {
             kafka = KafkaBroker.start();
-            Runtime.getRuntime().addShutdownHook(new Thread(kafka::close, "stop-test-kafka"));
         }
         return kafka;
+    }
+
+    @Override
+    public void launcherSessionClosed(LauncherSession session) {
+        stopAll();
+    }
+
+    static synchronized void stopAll() {
+        if (kafka != null) {
+            try {
+                kafka.close();
+            } catch (RuntimeException e) {
+                System.err.println("test Kafka broker did not stop cleanly: " + e);
+            }
+            kafka = null;
+        }
+        if (postgres != null) {
+            postgres.close();
+            postgres = null;
+        }
     }
 }

@@ -1,0 +1,62 @@
+package io.outboxrouter.config;
+
+import java.util.List;
+
+/**
+ * The configuration reference: one line per key, rendered into the README. A test checks that these keys are exactly
+ * the keys the loader reads, and that the README holds this table, so the two cannot drift apart.
+ */
+public final class ConfigReference {
+
+    /** @param key a key, or a pass-through map as {@code prefix.*} */
+    record Entry(String key, String defaultValue, String meaning) {
+    }
+
+    static final List<Entry> ENTRIES = List.of(
+            new Entry("name", "required", "router name, `[a-z0-9][a-z0-9_-]*`: names the offset rows, the default slot and publication, the engine"),
+            new Entry("source.kind", "`postgres`", "the source database"),
+            new Entry("source.url", "required", "`jdbc:postgresql://host:port/database`"),
+            new Entry("source.user", "required", "a role with `REPLICATION LOGIN` and `SELECT` on the outbox tables"),
+            new Entry("source.password", "empty", "its password (`${VAR}` reads the environment)"),
+            new Entry("source.password-file", "", "or a file holding the password (Docker/Kubernetes secrets)"),
+            new Entry("source.tables", "`[public.outbox]`", "schema-qualified outbox tables; all use the column names below"),
+            new Entry("source.postgres.slot", "name, `-` as `_`", "replication slot, created on first start"),
+            new Entry("source.postgres.publication", "name, `-` as `_`", "publication; created with only `source.tables` when missing, used as it is when it exists"),
+            new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start"),
+            new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),
+            new Entry("source.max-batch-size", "`2048`", "most changes per batch"),
+            new Entry("outbox.columns.id", "`id`", "event id column: the `id` header, for consumer de-duplication"),
+            new Entry("outbox.columns.aggregate-type", "`aggregatetype`", "aggregate type column: `${aggregatetype}` in the topic template"),
+            new Entry("outbox.columns.aggregate-id", "`aggregateid`", "aggregate id column: the record key"),
+            new Entry("outbox.columns.type", "`type`", "event type column: the `type` header"),
+            new Entry("outbox.columns.payload", "`payload`", "payload column: the record value, bytes as stored"),
+            new Entry("outbox.headers.*", "none", "`column: header-name` pairs: more columns sent as Kafka headers"),
+            new Entry("routing.topic", "`outbox.event.${aggregatetype}`", "topic template: `${id}`, `${aggregatetype}`, `${aggregateid}`, `${type}`, or any column named under `outbox.columns` or `outbox.headers`"),
+            new Entry("routing.dead-letters.policy", "`dead-letter`", "for rows that cannot become events: `dead-letter`, `fail` or `skip`"),
+            new Entry("routing.dead-letters.topic", "`outbox.dead-letters`", "the dead-letter topic"),
+            new Entry("kafka.bootstrap-servers", "required", "Kafka brokers, `host:port,...`"),
+            new Entry("kafka.producer.*", "", "producer properties passed through (security, compression, ...); `acks` and `enable.idempotence` cannot be weakened"),
+            new Entry("kafka.give-up-after", "`5m`", "how long a failing batch is retried before the router stops; `0` retries forever"),
+            new Entry("offsets.table", "`outbox_router_offsets`", "offsets table, created when missing; may be schema-qualified"),
+            new Entry("offsets.url", "the source's", "keep offsets in another database (`jdbc:postgresql:`, `jdbc:mysql:`, `jdbc:mariadb:`)"),
+            new Entry("offsets.user", "the source's", "its user"),
+            new Entry("offsets.password", "the source's", "its password"),
+            new Entry("offsets.password-file", "", "or a file holding it"),
+            new Entry("http.enabled", "`true`", "serve `/health/live` and `/health/ready`"),
+            new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them"),
+            new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here"));
+
+    private ConfigReference() {
+    }
+
+    /** The README's table: key, environment variable, default, meaning. */
+    public static String markdown() {
+        var sb = new StringBuilder("| key | environment | default | meaning |\n|---|---|---|---|\n");
+        for (Entry e : ENTRIES) {
+            String env = e.key().endsWith(".*") ? "" : "`" + ConfigNode.envName(e.key()) + "`";
+            sb.append("| `").append(e.key()).append("` | ").append(env).append(" | ").append(e.defaultValue())
+                    .append(" | ").append(e.meaning()).append(" |\n");
+        }
+        return sb.toString();
+    }
+}
