@@ -38,11 +38,16 @@ public final class CdcEngine implements AutoCloseable {
     private CdcEngine(RouterConfig config, ChangeHandler handler) {
         this.name = config.name();
         try {
-            this.streamingMetrics = new ObjectName("debezium.postgres:type=connector-metrics,context=streaming,server=" + name);
+            String domain = switch (config.source().kind()) {
+                case POSTGRES -> "debezium.postgres";
+                case MYSQL -> "debezium.mysql";
+                case MARIADB -> "debezium.mariadb";
+            };
+            this.streamingMetrics = new ObjectName(domain + ":type=connector-metrics,context=streaming,server=" + name);
         } catch (javax.management.MalformedObjectNameException e) {
             throw new IllegalArgumentException("router name " + name + " cannot name a metrics bean", e);
         }
-        var consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(ChangeRecords::postgresPosition));
+        var consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(config.source().kind().isBinlog() ? ChangeRecords::binlogPosition : ChangeRecords::postgresPosition));
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(ConnectorProperties.of(config))
                 .using(OffsetCommitPolicy.always()) // every batch: what is staged is only ever up to a transaction END
@@ -65,7 +70,11 @@ public final class CdcEngine implements AutoCloseable {
      * @throws SourceSetupException when the database is not set up for the router; the message names the fix
      */
     public static CdcEngine start(RouterConfig config, ChangeHandler handler) {
-        PostgresPreflight.run(config.source());
+        if (config.source().kind().isBinlog()) {
+            BinlogPreflight.run(config.source());
+        } else {
+            PostgresPreflight.run(config.source());
+        }
         var engine = new CdcEngine(config, handler);
         engine.thread.execute(engine.engine);
         return engine;

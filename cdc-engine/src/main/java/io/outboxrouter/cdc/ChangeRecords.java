@@ -42,9 +42,9 @@ final class ChangeRecords {
                 columns.put(f.name(), plain(f.schema(), row.get(f)));
             }
         }
-        String table = source.getString("schema") != null
-                ? source.getString("schema") + "." + source.getString("table")
-                : source.getString("db") + "." + source.getString("table");
+        // Postgres names schema.table; MySQL/MariaDB database.table, with no schema field at all.
+        String namespace = source.schema().field("schema") != null ? source.getString("schema") : source.getString("db");
+        String table = namespace + "." + source.getString("table");
         Long tsMs = source.getInt64("ts_ms");
         return Optional.of(new ChangeEvent(table, op, columns, position.apply(source),
                 tsMs == null ? null : Instant.ofEpochMilli(tsMs)));
@@ -55,6 +55,14 @@ final class ChangeRecords {
         Long lsn = source.getInt64("lsn");
         return lsn == null ? "lsn:unknown" : "lsn:" + Long.toHexString(lsn >>> 32).toUpperCase() + "/"
                 + Long.toHexString(lsn & 0xFFFFFFFFL).toUpperCase();
+    }
+
+    /** A binlog coordinate: {@code binlog:mysql-bin.000003:1234}, with the GTID when the server has one. */
+    static String binlogPosition(Struct source) {
+        String file = source.getString("file");
+        Long pos = source.getInt64("pos");
+        String gtid = source.schema().field("gtid") != null ? source.getString("gtid") : null;
+        return "binlog:" + file + ":" + pos + (gtid == null ? "" : ",gtid:" + gtid);
     }
 
     private static Object plain(Schema schema, Object v) {

@@ -2,7 +2,9 @@ package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
+import io.outboxrouter.config.SourceKind;
 import io.outboxrouter.offsets.JdbcOffsetBackingStore;
+import io.outboxrouter.offsets.JdbcSchemaHistory;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import java.util.Properties;
 
@@ -16,13 +18,12 @@ final class ConnectorProperties {
         var p = new Properties();
         p.setProperty("name", config.name());
         p.setProperty("topic.prefix", config.name());
-        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
 
         // Offsets: our JDBC store, written after every batch the handler made durable, at transaction boundaries.
         p.setProperty("offset.storage", JdbcOffsetBackingStore.class.getName());
         var offsets = config.offsetsConnection();
         new OffsetTableSettings(config.name(), offsets.url(), offsets.user(), offsets.password(), config.offsets().table(),
-                OffsetTableSettings.DEFAULT_RETRY).toProperties().forEach(p::setProperty);
+                OffsetTableSettings.DEFAULT_RETRY).toProperties(OffsetTableSettings.OFFSETS_PREFIX).forEach(p::setProperty);
         p.setProperty("offset.flush.interval.ms", "0");
         p.setProperty("offset.flush.timeout.ms", "60000");
         p.setProperty("provide.transaction.metadata", "true");
@@ -30,16 +31,14 @@ final class ConnectorProperties {
         var address = source.address();
         p.setProperty("database.hostname", address.host());
         p.setProperty("database.port", Integer.toString(address.port()));
-        p.setProperty("database.dbname", address.database());
         p.setProperty("database.user", source.connection().user());
         p.setProperty("database.password", source.connection().password().reveal());
-        p.setProperty("plugin.name", "pgoutput");
-        p.setProperty("slot.name", source.postgres().slot());
-        p.setProperty("publication.name", source.postgres().publication());
-        p.setProperty("publication.autocreate.mode", "disabled"); // PostgresPreflight creates it, with only our tables
         p.setProperty("table.include.list", String.join(",", source.tables().stream().map(ConnectorProperties::regex).toList()));
-        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
-
+        if (source.kind().isBinlog()) {
+            binlog(config, p);
+        } else {
+            postgres(config, p);
+        }
         p.setProperty("poll.interval.ms", Long.toString(source.pollInterval().toMillis()));
         p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));
         p.setProperty("max.queue.size", Integer.toString(source.maxBatchSize() * 4));
@@ -47,11 +46,45 @@ final class ConnectorProperties {
         p.setProperty("decimal.handling.mode", "string");
         p.setProperty("binary.handling.mode", "bytes");
         p.setProperty("include.unknown.datatypes", "true");
+        config.debezium().forEach(p::setProperty);
+        return p;
+    }
+
+    private static void postgres(RouterConfig config, Properties p) {
+        var source = config.source();
+        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+        p.setProperty("database.dbname", source.address().database());
+        p.setProperty("plugin.name", "pgoutput");
+        p.setProperty("slot.name", source.postgres().slot());
+        p.setProperty("publication.name", source.postgres().publication());
+        p.setProperty("publication.autocreate.mode", "disabled"); // PostgresPreflight creates it, with only our tables
+        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
-        config.debezium().forEach(p::setProperty);
-        return p;
+    }
+
+    private static void binlog(RouterConfig config, Properties p) {
+        var source = config.source();
+        p.setProperty("connector.class", source.kind() == SourceKind.MARIADB
+                ? "io.debezium.connector.mariadb.MariaDbConnector" : "io.debezium.connector.mysql.MySqlConnector");
+        p.setProperty("database.server.id", Long.toString(source.binlog().serverId()));
+        p.setProperty("database.include.list", String.join(",", source.tables().stream()
+                .map(t -> regex(t.substring(0, t.indexOf('.')))).distinct().toList()));
+        // Only the outbox tables' shapes are needed; keep the history small and out of Kafka.
+        p.setProperty("schema.history.internal", JdbcSchemaHistory.class.getName());
+        p.setProperty("schema.history.internal.store.only.captured.tables.ddl", "true");
+        p.setProperty("schema.history.internal.store.only.captured.databases.ddl", "true");
+        var offsets = config.offsetsConnection();
+        new OffsetTableSettings(config.name(), offsets.url(), offsets.user(), offsets.password(), config.offsets().schemaHistoryTable(),
+                OffsetTableSettings.DEFAULT_RETRY).toProperties(OffsetTableSettings.SCHEMA_HISTORY_PREFIX).forEach(p::setProperty);
+        p.setProperty("include.schema.changes", "false");
+        // The schema snapshot's global read lock would block our own writes of the schema history to this same
+        // server (a deadlock until timeout). Without it, only DDL on the outbox tables during the first start's
+        // schema read could be missed; override with debezium.snapshot.locking.mode when that is a concern.
+        p.setProperty("snapshot.locking.mode", "none");
+        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
+        p.setProperty("connect.keep.alive", "true");
     }
 
     /** table.include.list takes regular expressions: quote the dot. */

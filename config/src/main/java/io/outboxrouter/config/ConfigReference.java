@@ -14,14 +14,16 @@ public final class ConfigReference {
 
     static final List<Entry> ENTRIES = List.of(
             new Entry("name", "required", "router name, `[a-z0-9][a-z0-9_-]*`: names the offset rows, the default slot and publication, the engine"),
-            new Entry("source.kind", "`postgres`", "the source database"),
-            new Entry("source.url", "required", "`jdbc:postgresql://host:port/database`"),
-            new Entry("source.user", "required", "a role with `REPLICATION LOGIN` and `SELECT` on the outbox tables"),
+            new Entry("source.kind", "`postgres`", "`postgres`, `mariadb` or `mysql`"),
+            new Entry("source.url", "required", "`jdbc:postgresql://host:5432/db`, `jdbc:mariadb://host:3306/db` or `jdbc:mysql://host:3306/db`"),
+            new Entry("source.user", "required", "Postgres: a role with `REPLICATION LOGIN` and `SELECT` on the outbox tables; "
+                    + "MySQL/MariaDB: a user with `SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT`"),
             new Entry("source.password", "empty", "its password (`${VAR}` reads the environment)"),
             new Entry("source.password-file", "", "or a file holding the password (Docker/Kubernetes secrets)"),
-            new Entry("source.tables", "`[public.outbox]`", "schema-qualified outbox tables; all use the column names below"),
+            new Entry("source.tables", "`[public.outbox]`; MySQL/MariaDB: `[<database>.outbox]`", "qualified outbox tables; all use the column names below"),
             new Entry("source.postgres.slot", "name, `-` as `_`", "replication slot, created on first start"),
             new Entry("source.postgres.publication", "name, `-` as `_`", "publication; created with only `source.tables` when missing, used as it is when it exists"),
+            new Entry("source.binlog.server-id", "derived from name", "MySQL/MariaDB: the replica id the router connects with; unique among the server's replicas"),
             new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start"),
             new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),
             new Entry("source.max-batch-size", "`2048`", "most changes per batch"),
@@ -38,6 +40,7 @@ public final class ConfigReference {
             new Entry("kafka.producer.*", "", "producer properties passed through (security, compression, ...); `acks` and `enable.idempotence` cannot be weakened"),
             new Entry("kafka.give-up-after", "`5m`", "how long a failing batch is retried before the router stops; `0` retries forever"),
             new Entry("offsets.table", "`outbox_router_offsets`", "offsets table, created when missing; may be schema-qualified"),
+            new Entry("offsets.schema-history-table", "`outbox_router_schema_history`", "MySQL/MariaDB: the table shapes the binlog reader needs, beside the offsets; created when missing"),
             new Entry("offsets.url", "the source's", "keep offsets in another database (`jdbc:postgresql:`, `jdbc:mysql:`, `jdbc:mariadb:`)"),
             new Entry("offsets.user", "the source's", "its user"),
             new Entry("offsets.password", "the source's", "its password"),

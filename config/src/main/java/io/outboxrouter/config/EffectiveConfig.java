@@ -27,7 +27,11 @@ public final class EffectiveConfig {
         source.put("kind", ConfigNode.lower(s.kind()));
         putConnection(source, s.connection());
         source.put("tables", s.tables());
-        source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication()));
+        if (s.kind().isBinlog()) {
+            source.put("binlog", map("server-id", s.binlog().serverId()));
+        } else {
+            source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication()));
+        }
         source.put("snapshot", ConfigNode.lower(s.snapshot()));
         source.put("poll-interval", Durations.format(s.pollInterval()));
         source.put("max-batch-size", s.maxBatchSize());
@@ -44,6 +48,7 @@ public final class EffectiveConfig {
                 "give-up-after", Durations.format(c.kafka().giveUpAfter())));
         var offsets = new LinkedHashMap<String, Object>();
         offsets.put("table", c.offsets().table());
+        offsets.put("schema-history-table", c.offsets().schemaHistoryTable());
         c.offsets().connection().ifPresent(conn -> putConnection(offsets, conn));
         root.put("offsets", offsets);
         root.put("http", map("enabled", c.http().enabled(), "listen", c.http().host() + ":" + c.http().port()));

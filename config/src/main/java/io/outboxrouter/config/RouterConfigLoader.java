@@ -30,6 +30,7 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_TOPIC = "outbox.event.${aggregatetype}";
     public static final String DEFAULT_DEAD_LETTER_TOPIC = "outbox.dead-letters";
     public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
+    public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
@@ -102,23 +103,28 @@ public final class RouterConfigLoader {
 
     private static SourceConfig source(ConfigNode n, String routerName) {
         var kind = n.choice("kind", SourceKind.class, SourceKind.POSTGRES);
-        String url = n.requiredString("url", "the JDBC URL of the database holding the outbox, e.g. jdbc:postgresql://db:5432/app");
+        String example = "jdbc:" + kind.jdbcScheme() + "://host:" + (kind.isBinlog() ? 3306 : 5432) + "/database";
+        String url = n.requiredString("url", "the JDBC URL of the database holding the outbox, e.g. " + example);
         JdbcUrl address = null;
         if (url != null) {
-            address = JdbcUrl.parse(url).filter(u -> u.scheme().equals("postgresql")).orElse(null);
+            address = JdbcUrl.parse(url).filter(u -> u.scheme().equals(kind.jdbcScheme())).orElse(null);
             if (address == null) {
-                n.problem(n.key("url"), "must look like jdbc:postgresql://host:5432/database (was \"" + url + "\")");
+                n.problem(n.key("url"), "must look like " + example + " for source.kind " + ConfigNode.lower(kind)
+                        + " (was \"" + url + "\")");
             }
         }
-        String user = n.requiredString("user", "a role with REPLICATION LOGIN");
+        String user = n.requiredString("user", kind.isBinlog()
+                ? "a user with REPLICATION SLAVE, REPLICATION CLIENT and SELECT" : "a role with REPLICATION LOGIN");
         var password = n.secret("password").orElse(Secret.of(""));
-        var tables = n.stringList("tables", List.of("public.outbox"));
+        var defaultTables = kind.isBinlog() && address != null ? List.of(address.database() + ".outbox") : List.of("public.outbox");
+        var tables = n.stringList("tables", defaultTables);
         if (tables.isEmpty()) {
             n.problem(n.key("tables"), "must name at least one outbox table");
         }
         for (String t : tables) {
             if (!QUALIFIED_TABLE.matcher(t).matches()) {
-                n.problem(n.key("tables"), "must be schema-qualified table names like public.outbox (was \"" + t + "\")");
+                n.problem(n.key("tables"), "must be qualified table names like " + (kind.isBinlog() ? "app.outbox" : "public.outbox")
+                        + " (was \"" + t + "\")");
             }
         }
         var pg = n.child("postgres");
@@ -131,6 +137,10 @@ public final class RouterConfigLoader {
         if (!IDENTIFIER.matcher(publication).matches()) {
             pg.problem(pg.key("publication"), "must be a plain SQL identifier (was \"" + publication + "\")");
         }
+        var binlog = n.child("binlog");
+        // A stable id per router name, in a range replicas rarely use; configurable when it collides.
+        long defaultServerId = 184_000 + Math.floorMod(routerName.hashCode(), 100_000);
+        long serverId = binlog.integer("server-id", (int) defaultServerId, 1, Integer.MAX_VALUE);
         var snapshot = n.choice("snapshot", SnapshotMode.class, SnapshotMode.NONE);
         Duration poll = n.duration("poll-interval", Duration.ofMillis(10));
         if (poll.toMillis() < 1 || poll.toMinutes() > 1) {
@@ -138,7 +148,7 @@ public final class RouterConfigLoader {
         }
         int batch = n.integer("max-batch-size", 2048, 1, 65536);
         return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication), snapshot, poll, batch);
+                new PostgresSource(slot, publication), new SourceConfig.BinlogSource(serverId), snapshot, poll, batch);
     }
 
     private static OutboxConfig outbox(ConfigNode n) {
@@ -228,8 +238,11 @@ public final class RouterConfigLoader {
 
     private static OffsetsConfig offsets(ConfigNode n) {
         String table = n.string("table", DEFAULT_OFFSETS_TABLE);
-        if (!OPTIONALLY_QUALIFIED.matcher(table).matches()) {
-            n.problem(n.key("table"), "must be a table name, optionally schema-qualified (was \"" + table + "\")");
+        String historyTable = n.string("schema-history-table", DEFAULT_SCHEMA_HISTORY_TABLE);
+        for (var t : List.of(Map.entry("table", table), Map.entry("schema-history-table", historyTable))) {
+            if (!OPTIONALLY_QUALIFIED.matcher(t.getValue()).matches()) {
+                n.problem(n.key(t.getKey()), "must be a table name, optionally schema-qualified (was \"" + t.getValue() + "\")");
+            }
         }
         Optional<String> url = n.optionalString("url");
         Optional<String> user = n.optionalString("user");
@@ -240,7 +253,7 @@ public final class RouterConfigLoader {
         url.filter(u -> !u.startsWith("jdbc:")).ifPresent(u ->
                 n.problem(n.key("url"), "must be a JDBC URL (was \"" + u + "\")"));
         var connection = url.map(u -> new JdbcConnection(u, user.orElse(null), password.orElse(Secret.of(""))));
-        return new OffsetsConfig(table, connection);
+        return new OffsetsConfig(table, historyTable, connection);
     }
 
     private static HttpConfig http(ConfigNode n) {

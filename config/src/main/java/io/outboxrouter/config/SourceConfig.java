@@ -15,6 +15,7 @@ public record SourceConfig(
         JdbcUrl address,
         List<String> tables,
         PostgresSource postgres,
+        BinlogSource binlog,
         SnapshotMode snapshot,
         Duration pollInterval,
         int maxBatchSize) {
@@ -25,5 +26,9 @@ public record SourceConfig(
 
     /** Postgres replication settings. */
     public record PostgresSource(String slot, String publication) {
+    }
+
+    /** MySQL/MariaDB replication settings. @param serverId the replica id the router uses; unique among replicas */
+    public record BinlogSource(long serverId) {
     }
 }

@@ -40,7 +40,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
 
     @Override
     public void configure(WorkerConfig config) {
-        settings = OffsetTableSettings.fromProperties(config.originalsStrings());
+        settings = OffsetTableSettings.fromProperties(OffsetTableSettings.OFFSETS_PREFIX, config.originalsStrings());
     }
 
     @Override

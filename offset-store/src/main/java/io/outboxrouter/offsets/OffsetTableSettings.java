@@ -11,39 +11,48 @@ import java.util.Map;
  * ({@link #toProperties()} / {@link #fromProperties}) to reach {@link JdbcOffsetBackingStore}.
  */
 public record OffsetTableSettings(String routerName, String url, String user, Secret password, String table, Retry retry) {
-    static final String PREFIX = "outbox.offsets.";
-    private static final String ROUTER = PREFIX + "router.name";
-    private static final String URL = PREFIX + "jdbc.url";
-    private static final String USER = PREFIX + "jdbc.user";
-    private static final String PASSWORD = PREFIX + "jdbc.password";
-    private static final String TABLE = PREFIX + "table";
-    private static final String GIVE_UP_MS = PREFIX + "retry.give.up.ms";
+    /** Where the offset store's settings travel among the engine's properties. */
+    public static final String OFFSETS_PREFIX = "outbox.offsets.";
+    /** Where the schema history's travel: Debezium hands {@code schema.history.internal.*} to the history. */
+    public static final String SCHEMA_HISTORY_PREFIX = "schema.history.internal.outbox.";
+    private static final String ROUTER = "router.name";
+    private static final String URL = "jdbc.url";
+    private static final String USER = "jdbc.user";
+    private static final String PASSWORD = "jdbc.password";
+    private static final String TABLE = "table";
+    private static final String GIVE_UP_MS = "retry.give.up.ms";
 
     /** The retry budget of offset writes: long enough to ride out a failover, short enough to surface an outage. */
     public static final Retry DEFAULT_RETRY = new Retry(Duration.ofMillis(100), Duration.ofSeconds(5), Duration.ofSeconds(30));
 
-    public Map<String, String> toProperties() {
+    /** The same connection with another table (the schema history beside the offsets). */
+    public OffsetTableSettings withTable(String otherTable) {
+        return new OffsetTableSettings(routerName, url, user, password, otherTable, retry);
+    }
+
+    public Map<String, String> toProperties(String prefix) {
         var p = new HashMap<String, String>();
-        p.put(ROUTER, routerName);
-        p.put(URL, url);
+        p.put(prefix + ROUTER, routerName);
+        p.put(prefix + URL, url);
         if (user != null) {
-            p.put(USER, user);
+            p.put(prefix + USER, user);
         }
-        p.put(PASSWORD, password.reveal());
-        p.put(TABLE, table);
-        p.put(GIVE_UP_MS, Long.toString(retry.giveUpAfter().toMillis()));
+        p.put(prefix + PASSWORD, password.reveal());
+        p.put(prefix + TABLE, table);
+        p.put(prefix + GIVE_UP_MS, Long.toString(retry.giveUpAfter().toMillis()));
         return p;
     }
 
-    public static OffsetTableSettings fromProperties(Map<String, String> p) {
+    public static OffsetTableSettings fromProperties(String prefix, Map<String, String> p) {
         for (String required : new String[] {ROUTER, URL, TABLE}) {
-            if (p.get(required) == null) {
-                throw new IllegalArgumentException("offset store: engine property " + required + " is missing");
+            if (p.get(prefix + required) == null) {
+                throw new IllegalArgumentException("engine property " + prefix + required + " is missing");
             }
         }
-        var retry = p.containsKey(GIVE_UP_MS)
-                ? new Retry(DEFAULT_RETRY.initialBackoff(), DEFAULT_RETRY.maxBackoff(), Duration.ofMillis(Long.parseLong(p.get(GIVE_UP_MS))))
+        var retry = p.containsKey(prefix + GIVE_UP_MS)
+                ? new Retry(DEFAULT_RETRY.initialBackoff(), DEFAULT_RETRY.maxBackoff(), Duration.ofMillis(Long.parseLong(p.get(prefix + GIVE_UP_MS))))
                 : DEFAULT_RETRY;
-        return new OffsetTableSettings(p.get(ROUTER), p.get(URL), p.get(USER), Secret.of(p.getOrDefault(PASSWORD, "")), p.get(TABLE), retry);
+        return new OffsetTableSettings(p.get(prefix + ROUTER), p.get(prefix + URL), p.get(prefix + USER),
+                Secret.of(p.getOrDefault(prefix + PASSWORD, "")), p.get(prefix + TABLE), retry);
     }
 }

@@ -31,6 +31,17 @@ enum SqlDialect {
     /** Insert or replace one row; parameters: router name, key, value. */
     abstract String upsert(String table);
 
+    /** The schema history of a binlog source: DDL records in order, per router. */
+    String createHistoryTable(String table) {
+        String text = this == MYSQL ? "LONGTEXT" : "TEXT";
+        return "CREATE TABLE IF NOT EXISTS " + table + " ("
+                + "router_name VARCHAR(200) NOT NULL, "
+                + "seq BIGINT NOT NULL, "
+                + "record " + text + " NOT NULL, "
+                + "created_at TIMESTAMP(3) NOT NULL, "
+                + "PRIMARY KEY (router_name, seq))";
+    }
+
     /**
      * The key columns stay under MySQL's 3072-byte index limit in utf8mb4 (700 characters x 4 bytes).
      * Offset keys are short JSON such as {@code ["orders-router",{"server":"orders-router"}]}.

@@ -109,7 +109,7 @@ class OffsetStorePostgresIT {
             long start = System.nanoTime();
             assertThatThrownBy(() -> table.write("outage", Map.of("k", "during")))
                     .isInstanceOf(OffsetStoreException.class)
-                    .hasMessageContaining("offset table outage_offsets: write offsets of outage: giving up after")
+                    .hasMessageContaining("table outage_offsets: write offsets of outage: giving up after")
                     .hasMessageNotContaining(PostgresServer.PASSWORD + "@");
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
 
@@ -152,7 +152,7 @@ class OffsetStorePostgresIT {
     }
 
     private static JdbcOffsetBackingStore backingStore(String router, String table) {
-        var props = new HashMap<String, String>(settings(router, table, Duration.ofSeconds(3)).toProperties());
+        var props = new HashMap<String, String>(settings(router, table, Duration.ofSeconds(3)).toProperties(OffsetTableSettings.OFFSETS_PREFIX));
         props.put("bootstrap.servers", "unused:9092");
         props.put("offset.storage.file.filename", "");
         props.put("key.converter", "org.apache.kafka.connect.json.JsonConverter");

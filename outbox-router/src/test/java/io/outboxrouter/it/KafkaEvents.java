@@ -71,10 +71,19 @@ final class KafkaEvents implements AutoCloseable {
 
     /** Polls until every id has arrived at least once; fails after the timeout. */
     List<Received> awaitIds(Set<UUID> ids, Duration timeout) {
-        await().atMost(timeout).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(1)).until(() -> {
-            poll();
-            return receivedIds().containsAll(ids);
-        });
+        try {
+            await().atMost(timeout).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(1)).until(() -> {
+                poll();
+                return receivedIds().containsAll(ids);
+            });
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            var missing = new java.util.HashSet<>(ids);
+            missing.removeAll(receivedIds());
+            throw new AssertionError(missing.size() + " of " + ids.size() + " events missing after " + timeout + " (read "
+                    + received.size() + " records; topics " + received.stream().map(Received::topic).distinct().toList()
+                    + "); some missing: " + missing.stream().limit(5).toList() + "; unexpected: "
+                    + unexpectedIds(ids).stream().limit(5).toList(), e);
+        }
         return received;
     }
 
@@ -96,6 +105,11 @@ final class KafkaEvents implements AutoCloseable {
 
     Set<UUID> receivedIds() {
         return received.stream().filter(r -> r.headers().containsKey("id")).map(Received::id).collect(Collectors.toSet());
+    }
+
+    /** Ids read that were not expected: with missing ones, they show how an id was changed on the way. */
+    List<String> unexpectedIds(Set<UUID> expected) {
+        return received.stream().map(r -> r.header("id")).filter(id -> id == null || !expected.contains(UUID.fromString(id))).toList();
     }
 
     @Override

@@ -115,8 +115,8 @@ abstract class OutboxContract {
                 var id = UUID.randomUUID();
                 byte[] payload = new byte[64 + i];
                 new Random(i).nextBytes(payload);
-                try (var ps = c.prepareStatement("INSERT INTO " + binaryTable() + " (id, aggregatetype, aggregateid, type, payload, tracingspancontext) "
-                        + "VALUES (" + uuidParam() + ", 'Blob', ?, 'BlobStored', ?, ?)")) {
+                try (var ps = c.prepareStatement("INSERT INTO " + db.binaryTable() + " (id, aggregatetype, aggregateid, type, payload, tracingspancontext) "
+                        + "VALUES (" + db.idParameter() + ", 'Blob', ?, 'BlobStored', ?, ?)")) {
                     ps.setString(1, id.toString());
                     ps.setString(2, "blob-" + i);
                     ps.setBytes(3, payload);
@@ -142,7 +142,7 @@ abstract class OutboxContract {
                 assertThat(r.value()).isEqualTo(e.payload().getBytes(StandardCharsets.UTF_8));
                 assertThat(r.header("type")).isEqualTo(e.type());
                 assertThat(r.header("aggregatetype")).isEqualTo(e.aggregateType());
-                assertThat(r.header("source.table")).isEqualTo(outboxTable());
+                assertThat(r.header("source.table")).isEqualTo(db.outboxTable());
                 assertThat(r.header("source.position")).isNotBlank();
                 assertThat(Instant.parse(r.header("source.commit.time"))).isBefore(Instant.now().plusSeconds(5));
                 assertThat(r.headers()).doesNotContainKey("traceparent");
@@ -152,21 +152,9 @@ abstract class OutboxContract {
                 assertThat(r.topic()).isEqualTo(topics + ".Blob");
                 assertThat(r.value()).isEqualTo(payload);
                 assertThat(r.header("traceparent")).startsWith("00-trace-");
-                assertThat(r.header("source.table")).isEqualTo(binaryTable());
+                assertThat(r.header("source.table")).isEqualTo(db.binaryTable());
             });
         }
-    }
-
-    String outboxTable() {
-        return "public.outbox";
-    }
-
-    String binaryTable() {
-        return "public.outbox_binary";
-    }
-
-    String uuidParam() {
-        return "?::uuid";
     }
 
     // --- 2. rollback, update, delete, insert-then-delete --------------------------------------------------------
@@ -186,19 +174,19 @@ abstract class OutboxContract {
             db.insert(c, kept);
             c.commit();
             try (var st = c.createStatement()) {
-                st.executeUpdate("UPDATE " + outboxTable() + " SET type = 'Changed' WHERE id = '" + kept.id() + "'");
+                st.executeUpdate("UPDATE " + db.outboxTable() + " SET type = 'Changed' WHERE id = '" + kept.id() + "'");
                 c.commit();
-                st.executeUpdate("DELETE FROM " + outboxTable() + " WHERE id = '" + kept.id() + "'");
+                st.executeUpdate("DELETE FROM " + db.outboxTable() + " WHERE id = '" + kept.id() + "'");
                 c.commit();
             }
 
             var insertThenDelete = TestEvent.of("Order", "o-3", 1);
             db.insert(c, insertThenDelete);
             try (var st = c.createStatement()) {
-                st.executeUpdate("DELETE FROM " + outboxTable() + " WHERE id = '" + insertThenDelete.id() + "'");
+                st.executeUpdate("DELETE FROM " + db.outboxTable() + " WHERE id = '" + insertThenDelete.id() + "'");
             }
             c.commit();
-            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM " + outboxTable())) {
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM " + db.outboxTable())) {
                 rs.next();
                 assertThat(rs.getInt(1)).as("the outbox table is empty").isZero();
             }
@@ -260,7 +248,7 @@ abstract class OutboxContract {
             while (ids.size() < count) {
                 String aggregate = "agg-" + random.nextInt(aggregates);
                 int n = Math.min(1 + random.nextInt(3), count - ids.size());
-                int last = nextSequence(c, aggregate, n);
+                int last = db.nextSequence(c, aggregate, n);
                 var events = new ArrayList<TestEvent>();
                 for (int i = n - 1; i >= 0; i--) {
                     events.add(TestEvent.of("Account", aggregate, last - i));
@@ -271,19 +259,6 @@ abstract class OutboxContract {
             }
         }
         return ids;
-    }
-
-    /** Adds n to the aggregate's counter, holding its row lock until commit; returns the new value. */
-    int nextSequence(Connection c, String aggregate, int n) throws SQLException {
-        try (var ps = c.prepareStatement("INSERT INTO aggregate_seq (aggregateid, seq) VALUES (?, ?) "
-                + "ON CONFLICT (aggregateid) DO UPDATE SET seq = aggregate_seq.seq + EXCLUDED.seq RETURNING seq")) {
-            ps.setString(1, aggregate);
-            ps.setInt(2, n);
-            try (var rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getInt(1);
-            }
-        }
     }
 
     /**

@@ -19,6 +19,18 @@ interface OutboxDatabase {
     /** Inserts the events with the database's bulk path (COPY on Postgres), no commit. */
     void insertBulk(Connection c, List<TestEvent> events) throws SQLException;
 
+    /** The main outbox table, as the router names it in the {@code source.table} header. */
+    String outboxTable();
+
+    /** A second outbox table with a binary payload and a {@code tracingspancontext} column. */
+    String binaryTable();
+
+    /** The SQL parameter for a UUID id: {@code ?::uuid} on Postgres. */
+    String idParameter();
+
+    /** Adds n to the aggregate's counter, holding its row lock until commit; returns the new value. */
+    int nextSequence(Connection c, String aggregate, int n) throws SQLException;
+
     /** Inserts one event (no commit). */
     default void insert(Connection c, TestEvent e) throws SQLException {
         insertMultiRow(c, List.of(e));

@@ -59,6 +59,34 @@ final class PostgresOutbox implements OutboxDatabase {
     }
 
     @Override
+    public String outboxTable() {
+        return "public.outbox";
+    }
+
+    @Override
+    public String binaryTable() {
+        return "public.outbox_binary";
+    }
+
+    @Override
+    public String idParameter() {
+        return "?::uuid";
+    }
+
+    @Override
+    public int nextSequence(Connection c, String aggregate, int n) throws SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO aggregate_seq (aggregateid, seq) VALUES (?, ?) "
+                + "ON CONFLICT (aggregateid) DO UPDATE SET seq = aggregate_seq.seq + EXCLUDED.seq RETURNING seq")) {
+            ps.setString(1, aggregate);
+            ps.setInt(2, n);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    @Override
     public void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException {
         var sql = new StringBuilder("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES ");
         for (int i = 0; i < events.size(); i++) {

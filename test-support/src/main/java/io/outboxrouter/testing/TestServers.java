@@ -4,7 +4,7 @@ import org.junit.platform.launcher.LauncherSession;
 import org.junit.platform.launcher.LauncherSessionListener;
 
 /**
- * One Postgres and one Kafka broker per test JVM, started on first use. They are stopped in order when the JUnit
+ * One Postgres, one MariaDB and one Kafka broker per test JVM, started on first use. They are stopped in order when the JUnit
  * launcher session closes (registered as a {@link LauncherSessionListener}), while the JVM is still fully alive:
  * stopping them from shutdown hooks raced with embedded Postgres's own hook and could fail the test JVM's exit.
  * Tests isolate themselves with their own database ({@link PostgresServer#createDatabase}) and topic names.
@@ -12,6 +12,7 @@ import org.junit.platform.launcher.LauncherSessionListener;
 public final class TestServers implements LauncherSessionListener {
     private static PostgresServer postgres;
     private static KafkaBroker kafka;
+    private static MariaDbServer mariadb;
 
     /** Instantiated by the JUnit Platform through ServiceLoader. */
     public TestServers() {
@@ -22,6 +23,13 @@ public final class TestServers implements LauncherSessionListener {
             postgres = PostgresServer.start();
         }
         return postgres;
+    }
+
+    public static synchronized MariaDbServer mariadb() {
+        if (mariadb == null) {
+            mariadb = MariaDbServer.start();
+        }
+        return mariadb;
     }
 
     public static synchronized KafkaBroker kafka() {
@@ -48,6 +56,10 @@ public final class TestServers implements LauncherSessionListener {
         if (postgres != null) {
             postgres.close();
             postgres = null;
+        }
+        if (mariadb != null) {
+            mariadb.close();
+            mariadb = null;
         }
     }
 }

@@ -1,0 +1,122 @@
+package io.outboxrouter.offsets;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.outboxrouter.retry.Retry;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The JDBC plumbing the router's tables share: a small pool, one transaction per unit of work, transient failures
+ * retried with backoff and then surfaced as {@link OffsetStoreException} (never a hang).
+ */
+final class JdbcStore implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(JdbcStore.class);
+    static final int QUERY_TIMEOUT_SECONDS = 30;
+
+    @FunctionalInterface
+    interface Work<T> {
+        T apply(Connection c) throws SQLException;
+    }
+
+    private final HikariDataSource dataSource;
+    private final String table;
+    private final SqlDialect dialect;
+    private final Retry retry;
+
+    private JdbcStore(HikariDataSource dataSource, String table, SqlDialect dialect, Retry retry) {
+        this.dataSource = dataSource;
+        this.table = table;
+        this.dialect = dialect;
+        this.retry = retry;
+    }
+
+    /** Connections are made lazily: an unreachable database fails the first call, not this one. */
+    static JdbcStore open(OffsetTableSettings settings, String poolName) {
+        var hc = new HikariConfig();
+        hc.setPoolName(poolName);
+        hc.setJdbcUrl(settings.url());
+        if (settings.user() != null) {
+            hc.setUsername(settings.user());
+        }
+        hc.setPassword(settings.password().reveal());
+        hc.setMaximumPoolSize(2);
+        hc.setMinimumIdle(0);
+        hc.setConnectionTimeout(5_000);
+        hc.setValidationTimeout(2_000);
+        hc.setInitializationFailTimeout(-1);
+        hc.setAutoCommit(false);
+        return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry());
+    }
+
+    String table() {
+        return table;
+    }
+
+    SqlDialect dialect() {
+        return dialect;
+    }
+
+    /** Runs one unit of work in its own transaction, retrying transient failures. */
+    <T> T run(String operation, Work<T> work) {
+        try {
+            return retry.call(operation, JdbcStore::isTransient, LOG, () -> {
+                try (var c = dataSource.getConnection()) {
+                    try {
+                        T result = work.apply(c);
+                        c.commit();
+                        return result;
+                    } catch (SQLException | RuntimeException e) {
+                        rollbackQuietly(c);
+                        throw e;
+                    }
+                }
+            });
+        } catch (Retry.GaveUpException e) {
+            throw new OffsetStoreException("table " + table + ": " + e.getMessage(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new OffsetStoreException("table " + table + ": " + operation + " interrupted", e);
+        }
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // The connection is likely gone; the pool discards it.
+        }
+    }
+
+    /**
+     * Lost connections, timeouts and serialization conflicts are worth another try; bad credentials, a missing
+     * database or table and bad SQL are not, even when the pool wraps them in a "transient" exception.
+     */
+    static boolean isTransient(Throwable e) {
+        boolean transientSeen = false;
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SQLException s && s.getSQLState() != null) {
+                String state = s.getSQLState();
+                if (state.startsWith("28") || state.startsWith("42") || state.startsWith("3D") || state.startsWith("3F")) {
+                    return false;
+                }
+                transientSeen |= state.startsWith("08") || state.startsWith("57P") || state.equals("40001")
+                        || state.equals("40P01") || state.equals("53300") || state.equals("HYT00");
+            }
+            transientSeen |= t instanceof SQLTransientException || t instanceof SQLRecoverableException;
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return transientSeen;
+    }
+
+    @Override
+    public void close() {
+        dataSource.close();
+    }
+}

@@ -1,0 +1,116 @@
+package io.outboxrouter.it;
+
+import io.outboxrouter.testing.MariaDbServer;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+
+/**
+ * A fresh MariaDB database with the same outbox tables: CHAR(36) ids (the router refuses MariaDB's native UUID type,
+ * which Debezium's binlog reader misreads when a value ends in a zero byte), a JSON payload, a LONGBLOB one.
+ */
+final class MariaDbOutbox implements OutboxDatabase {
+    private final MariaDbServer server;
+    private final String database;
+
+    MariaDbOutbox(MariaDbServer server, String database) throws SQLException {
+        this.server = server;
+        this.database = server.createDatabase(database);
+        try (var c = connect(); var st = c.createStatement()) {
+            st.execute("""
+                    CREATE TABLE outbox (
+                      id char(36) PRIMARY KEY,
+                      aggregatetype varchar(255) NOT NULL,
+                      aggregateid varchar(255) NOT NULL,
+                      type varchar(255) NOT NULL,
+                      payload json,
+                      created_at timestamp(6) NOT NULL DEFAULT current_timestamp(6),
+                      tracingspancontext varchar(256))""");
+            st.execute("""
+                    CREATE TABLE outbox_binary (
+                      id char(36) PRIMARY KEY,
+                      aggregatetype varchar(255) NOT NULL,
+                      aggregateid varchar(255) NOT NULL,
+                      type varchar(255) NOT NULL,
+                      payload longblob,
+                      tracingspancontext varchar(256))""");
+            st.execute("CREATE TABLE aggregate_seq (aggregateid varchar(255) PRIMARY KEY, seq int NOT NULL)");
+            c.commit();
+        }
+    }
+
+    @Override
+    public Connection connect() throws SQLException {
+        var c = server.connect(database);
+        c.setAutoCommit(false);
+        return c;
+    }
+
+    @Override
+    public String sourceYaml() {
+        return """
+                source:
+                  kind: mariadb
+                  url: %s
+                  user: %s
+                  password: "%s"
+                  tables: [%s.outbox, %s.outbox_binary]
+                """.formatted(server.jdbcUrl(database), MariaDbServer.USER, MariaDbServer.PASSWORD, database, database);
+    }
+
+    @Override
+    public String outboxTable() {
+        return database + ".outbox";
+    }
+
+    @Override
+    public String binaryTable() {
+        return database + ".outbox_binary";
+    }
+
+    @Override
+    public String idParameter() {
+        return "?";
+    }
+
+    @Override
+    public int nextSequence(Connection c, String aggregate, int n) throws SQLException {
+        try (var upsert = c.prepareStatement("INSERT INTO aggregate_seq (aggregateid, seq) VALUES (?, ?) "
+                + "ON DUPLICATE KEY UPDATE seq = seq + VALUES(seq)");
+             var read = c.prepareStatement("SELECT seq FROM aggregate_seq WHERE aggregateid = ?")) {
+            upsert.setString(1, aggregate);
+            upsert.setInt(2, n);
+            upsert.executeUpdate();
+            read.setString(1, aggregate);
+            try (var rs = read.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    @Override
+    public void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException {
+        var sql = new StringBuilder("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ");
+        for (int i = 0; i < events.size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?)");
+        }
+        try (var ps = c.prepareStatement(sql.toString())) {
+            int p = 1;
+            for (var e : events) {
+                ps.setString(p++, e.id().toString());
+                ps.setString(p++, e.aggregateType());
+                ps.setString(p++, e.aggregateId());
+                ps.setString(p++, e.type());
+                ps.setString(p++, e.payload());
+            }
+            ps.executeUpdate();
+        }
+    }
+
+    /** MariaDB's bulk path: one multi-row INSERT of the whole batch (the binlog carries it as one rows event). */
+    @Override
+    public void insertBulk(Connection c, List<TestEvent> events) throws SQLException {
+        insertMultiRow(c, events);
+    }
+}
