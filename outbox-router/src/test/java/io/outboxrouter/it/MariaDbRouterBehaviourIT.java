@@ -7,8 +7,15 @@ import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.testing.TestServers;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** What the router checks on a MariaDB server before it starts. */
 class MariaDbRouterBehaviourIT {
@@ -16,6 +23,55 @@ class MariaDbRouterBehaviourIT {
     private static String yaml(MariaDbOutbox db) {
         return "name: " + OutboxContract.unique("checks").replace('_', '-') + "\n" + db.sourceYaml()
                 + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n";
+    }
+
+    @Test
+    void offsetsSetMovesTheStoredBinlogPositionBackAndTheRouterPublishesAgainFromThere(@TempDir Path dir) throws Exception {
+        var db = new MariaDbOutbox(TestServers.mariadb(), OutboxContract.unique("replay"));
+        String topics = OutboxContract.unique("replay");
+        String name = OutboxContract.unique("replay-router").replace('_', '-');
+        var file = Files.writeString(dir.resolve("router.yml"), "name: " + name + "\n" + db.sourceYaml()
+                + "routing: { topic: \"" + topics + ".${aggregatetype}\" }\n"
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n");
+        var config = RouterConfigLoader.load(file, Map.of());
+        var first = new ArrayList<TestEvent>();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                for (int i = 1; i <= 10; i++) {
+                    var e = TestEvent.of("Order", "o-1", i);
+                    db.insert(c, e);
+                    c.commit();
+                    first.add(e);
+                }
+                kafka.awaitIds(first.stream().map(TestEvent::id).collect(Collectors.toSet()), Duration.ofSeconds(60));
+            }
+            String fourth = kafka.all().stream().filter(r -> r.id().equals(first.get(3).id())).findFirst().orElseThrow()
+                    .header("source.position");
+
+            assertThat(cli("offsets", "set", "--config", file.toString(), "--position", "binlog:nope-bin.000009:4")).isEqualTo(1);
+            assertThat(cli("offsets", "set", "--config", file.toString(), "--position", fourth)).isZero();
+            assertThat(cli("offsets", "show", "--config", file.toString(), "--json")).isZero();
+
+            var later = TestEvent.of("Order", "o-1", 11);
+            db.insert(c, later);
+            c.commit();
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                kafka.awaitIds(Set.of(later.id()), Duration.ofSeconds(60));
+                kafka.settle(Duration.ofSeconds(1));
+            }
+            Map<java.util.UUID, Long> deliveries = kafka.all().stream()
+                    .collect(Collectors.groupingBy(KafkaEvents.Received::id, Collectors.counting()));
+            for (int i = 0; i < 10; i++) {
+                assertThat(deliveries.get(first.get(i).id())).as("event %d", i + 1).isEqualTo(i < 3 ? 1L : 2L);
+            }
+            assertThat(deliveries.get(later.id())).isEqualTo(1L);
+        }
+    }
+
+    private static int cli(String... args) {
+        return new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute(args);
     }
 
     @Test

@@ -417,6 +417,41 @@ abstract class OutboxContract {
         }
     }
 
+    // --- latency, printed -------------------------------------------------------------------------------------
+
+    /** Not a timed assertion: prints commit-to-consumer latency of single-row transactions, for the record. */
+    @Test
+    void latencyProbeForSingleInserts() throws Exception {
+        var db = newDatabase(unique("latency"));
+        String topics = unique("latency");
+        try (var router = startRouter(db, unique("latency-router").replace('_', '-'), topics);
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            // Warm up: topic creation and the first metadata fetch are not what we measure.
+            var warm = TestEvent.of("Order", "warm", 1);
+            db.insert(c, warm);
+            c.commit();
+            kafka.awaitIds(Set.of(warm.id()), Duration.ofSeconds(60));
+
+            var latencies = new ArrayList<Long>();
+            for (int i = 0; i < 300; i++) {
+                var e = TestEvent.of("Order", "o-" + i, 1);
+                db.insert(c, e);
+                c.commit();
+                long committed = System.nanoTime();
+                kafka.awaitIds(Set.of(e.id()), Duration.ofSeconds(30));
+                latencies.add((System.nanoTime() - committed) / 1_000);
+                Thread.sleep(5);
+            }
+            long[] us = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+            System.out.printf("latency probe (%s, single-row transactions, %d events, commit -> consumer): "
+                            + "p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms%n", getClass().getSimpleName(), us.length,
+                    us[us.length / 2] / 1000.0, us[us.length * 9 / 10] / 1000.0, us[us.length * 99 / 100] / 1000.0,
+                    us[us.length - 1] / 1000.0);
+            assertThat(kafka.receivedIds()).hasSize(301);
+        }
+    }
+
     static int freePort() throws IOException {
         try (var s = new ServerSocket(0)) {
             return s.getLocalPort();

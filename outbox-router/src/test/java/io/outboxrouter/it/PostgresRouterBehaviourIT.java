@@ -9,9 +9,6 @@ import io.outboxrouter.testing.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -19,7 +16,7 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Router behaviour beyond the contract: dead letters, the fail policy, setup errors, and a latency probe. */
+/** Router behaviour beyond the contract: dead letters, the fail policy, setup errors, least privilege. */
 class PostgresRouterBehaviourIT {
     @TempDir
     Path dir;
@@ -162,49 +159,5 @@ class PostgresRouterBehaviourIT {
             }
         }
         assertThat(Files.readString(log)).contains("Using existing publication", "Router " + name + " stopped").doesNotContain(password);
-    }
-
-    /** Not a timed assertion: prints commit-to-consumer latency of single-row transactions, for the record. */
-    @Test
-    void latencyProbeForSingleInserts() throws Exception {
-        var db = new PostgresOutbox(TestServers.postgres(), unique("latency"));
-        String topics = unique("latency");
-        var config = RouterConfigLoader.parse(yaml(db, unique("latency-router").replace('_', '-'), topics, "", 0), Map.of());
-        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
-             var c = db.connect()) {
-            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
-            // Warm up: topic creation and the first metadata fetch are not what we measure.
-            var warm = TestEvent.of("Order", "warm", 1);
-            db.insert(c, warm);
-            c.commit();
-            kafka.awaitIds(Set.of(warm.id()), Duration.ofSeconds(60));
-
-            var latencies = new ArrayList<Long>();
-            for (int i = 0; i < 300; i++) {
-                var e = TestEvent.of("Order", "o-" + i, 1);
-                db.insert(c, e);
-                c.commit();
-                long committed = System.nanoTime();
-                kafka.awaitIds(Set.of(e.id()), Duration.ofSeconds(30));
-                latencies.add((System.nanoTime() - committed) / 1_000);
-                Thread.sleep(5);
-            }
-            long[] us = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
-            System.out.printf("latency probe (Postgres, single-row transactions, %d events, commit -> consumer): "
-                            + "p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms%n", us.length,
-                    us[us.length / 2] / 1000.0, us[us.length * 9 / 10] / 1000.0, us[us.length * 99 / 100] / 1000.0,
-                    us[us.length - 1] / 1000.0);
-            var split = kafka.all().stream().skip(1).map(r -> {
-                long commit = java.time.Instant.parse(r.header("source.commit.time")).toEpochMilli();
-                return new long[] {r.timestamp() - commit, r.receivedAtMillis() - r.timestamp()};
-            }).toList();
-            long[] toSend = split.stream().mapToLong(a -> a[0]).sorted().toArray();
-            long[] toConsumer = split.stream().mapToLong(a -> a[1]).sorted().toArray();
-            System.out.printf("latency probe split: commit -> producer send p50 %d ms p99 %d ms; send -> consumer p50 %d ms p99 %d ms%n",
-                    toSend[toSend.length / 2], toSend[toSend.length * 99 / 100], toConsumer[toConsumer.length / 2],
-                    toConsumer[toConsumer.length * 99 / 100]);
-            assertThat(new HashSet<>(kafka.receivedIds())).hasSize(301);
-            assertThat(Arrays.stream(us).max().orElseThrow()).isPositive();
-        }
     }
 }
