@@ -7,6 +7,6 @@ import java.sql.SQLException;
 class MariaDbOutboxIT extends OutboxContract {
     @Override
     OutboxDatabase newDatabase(String name) throws SQLException {
-        return new MariaDbOutbox(TestServers.mariadb(), name);
+        return BinlogOutbox.mariadb(name);
     }
 }

@@ -20,14 +20,14 @@ import org.junit.jupiter.api.io.TempDir;
 /** What the router checks on a MariaDB server before it starts. */
 class MariaDbRouterBehaviourIT {
 
-    private static String yaml(MariaDbOutbox db) {
+    private static String yaml(BinlogOutbox db) {
         return "name: " + OutboxContract.unique("checks").replace('_', '-') + "\n" + db.sourceYaml()
                 + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n";
     }
 
     @Test
     void offsetsSetMovesTheStoredBinlogPositionBackAndTheRouterPublishesAgainFromThere(@TempDir Path dir) throws Exception {
-        var db = new MariaDbOutbox(TestServers.mariadb(), OutboxContract.unique("replay"));
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("replay"));
         String topics = OutboxContract.unique("replay");
         String name = OutboxContract.unique("replay-router").replace('_', '-');
         var file = Files.writeString(dir.resolve("router.yml"), "name: " + name + "\n" + db.sourceYaml()
@@ -76,7 +76,7 @@ class MariaDbRouterBehaviourIT {
 
     @Test
     void aNativeUuidColumnIsRefusedWithTheFix() throws Exception {
-        var db = new MariaDbOutbox(TestServers.mariadb(), OutboxContract.unique("uuidcol"));
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("uuidcol"));
         db.execute("ALTER TABLE outbox MODIFY id uuid NOT NULL");
         var config = RouterConfigLoader.parse(yaml(db), Map.of());
         assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
@@ -86,7 +86,7 @@ class MariaDbRouterBehaviourIT {
 
     @Test
     void binlogSettingsAreCheckedAndEveryProblemNamedAtOnce() throws Exception {
-        var db = new MariaDbOutbox(TestServers.mariadb(), OutboxContract.unique("binlogcheck"));
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("binlogcheck"));
         db.execute("DROP TABLE outbox_binary");
         db.execute("SET GLOBAL binlog_row_image = 'MINIMAL'");
         try {

@@ -1,21 +1,39 @@
 package io.outboxrouter.it;
 
 import io.outboxrouter.testing.MariaDbServer;
+import io.outboxrouter.testing.TestServers;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.List;
 
 /**
- * A fresh MariaDB database with the same outbox tables: CHAR(36) ids (the router refuses MariaDB's native UUID type,
- * which Debezium's binlog reader misreads when a value ends in a zero byte), a JSON payload, a LONGBLOB one.
+ * A fresh MySQL or MariaDB database with the same outbox tables: CHAR(36) ids (the router refuses MariaDB's native
+ * UUID type, which Debezium's binlog reader misreads when a value ends in a zero byte), a JSON payload, a LONGBLOB one.
  */
-final class MariaDbOutbox implements OutboxDatabase {
-    private final MariaDbServer server;
+final class BinlogOutbox implements OutboxDatabase {
+
+    /** A MySQL or MariaDB server with a row binlog. */
+    record Server(String kind, String urlPrefix, String user, String password) {
+        String jdbcUrl(String database) {
+            return urlPrefix + database;
+        }
+    }
+
+    private final Server server;
     private final String database;
 
-    MariaDbOutbox(MariaDbServer server, String database) throws SQLException {
+    static BinlogOutbox mariadb(String database) throws SQLException {
+        MariaDbServer mariadb = TestServers.mariadb();
+        return new BinlogOutbox(new Server("mariadb", mariadb.jdbcUrl(""), MariaDbServer.USER, MariaDbServer.PASSWORD), database);
+    }
+
+    BinlogOutbox(Server server, String database) throws SQLException {
         this.server = server;
-        this.database = server.createDatabase(database);
+        this.database = database;
+        try (var c = DriverManager.getConnection(server.jdbcUrl(""), server.user(), server.password()); var st = c.createStatement()) {
+            st.execute("CREATE DATABASE " + database);
+        }
         try (var c = connect(); var st = c.createStatement()) {
             st.execute("""
                     CREATE TABLE outbox (
@@ -41,7 +59,7 @@ final class MariaDbOutbox implements OutboxDatabase {
 
     @Override
     public Connection connect() throws SQLException {
-        var c = server.connect(database);
+        var c = DriverManager.getConnection(server.jdbcUrl(database), server.user(), server.password());
         c.setAutoCommit(false);
         return c;
     }
@@ -50,12 +68,12 @@ final class MariaDbOutbox implements OutboxDatabase {
     public String sourceYaml() {
         return """
                 source:
-                  kind: mariadb
+                  kind: %s
                   url: %s
                   user: %s
                   password: "%s"
                   tables: [%s.outbox, %s.outbox_binary]
-                """.formatted(server.jdbcUrl(database), MariaDbServer.USER, MariaDbServer.PASSWORD, database, database);
+                """.formatted(server.kind(), server.jdbcUrl(database), server.user(), server.password(), database, database);
     }
 
     @Override
@@ -108,7 +126,7 @@ final class MariaDbOutbox implements OutboxDatabase {
         }
     }
 
-    /** MariaDB's bulk path: one multi-row INSERT of the whole batch (the binlog carries it as one rows event). */
+    /** The bulk path here: one multi-row INSERT of the whole batch (the binlog carries it as one rows event). */
     @Override
     public void insertBulk(Connection c, List<TestEvent> events) throws SQLException {
         insertMultiRow(c, events);
