@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.outboxrouter.config.Secret;
 import io.outboxrouter.retry.Retry;
+import io.outboxrouter.testing.DatabaseServer;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -15,6 +16,7 @@ import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.connect.runtime.standalone.StandaloneConfig;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,15 +24,39 @@ import org.junit.jupiter.api.Test;
  * starts a server private to it: one test stops the server to simulate an outage.
  */
 abstract class OffsetStoreContract {
-    abstract String url();
+    private static DatabaseServer server;
+    private static String url;
 
-    abstract String user();
+    /** Starts the server and a database on it for one subclass's tests. */
+    static void start(DatabaseServer started) {
+        server = started;
+        url = server.jdbcUrl(server.createDatabase("offsets_it"));
+    }
 
-    abstract String password();
+    @AfterAll
+    static void stop() {
+        server.close();
+    }
 
-    abstract void stopServer();
+    private String url() {
+        return url;
+    }
 
-    abstract void restartServer();
+    private String user() {
+        return server.user();
+    }
+
+    private String password() {
+        return server.password();
+    }
+
+    private void stopServer() {
+        server.stop();
+    }
+
+    private void restartServer() {
+        server.restart();
+    }
 
     OffsetTableSettings settings(String router, String table, Duration giveUpAfter) {
         return new OffsetTableSettings(router, url(), user(), Secret.of(password()), table,

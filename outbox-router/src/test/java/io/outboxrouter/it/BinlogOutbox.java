@@ -108,22 +108,8 @@ final class BinlogOutbox implements OutboxDatabase {
     }
 
     @Override
-    public void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException {
-        var sql = new StringBuilder("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ");
-        for (int i = 0; i < events.size(); i++) {
-            sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?)");
-        }
-        try (var ps = c.prepareStatement(sql.toString())) {
-            int p = 1;
-            for (var e : events) {
-                ps.setString(p++, e.id().toString());
-                ps.setString(p++, e.aggregateType());
-                ps.setString(p++, e.aggregateId());
-                ps.setString(p++, e.type());
-                ps.setString(p++, e.payload());
-            }
-            ps.executeUpdate();
-        }
+    public String rowPlaceholders() {
+        return "(?, ?, ?, ?, ?)";
     }
 
     /** The bulk path here: one multi-row INSERT of the whole batch (the binlog carries it as one rows event). */

@@ -13,8 +13,27 @@ interface OutboxDatabase {
     /** The {@code source:} block of a router config for this database. */
     String sourceYaml();
 
+    /** The VALUES tuple of one event: id, aggregatetype, aggregateid, type, payload, with the casts the database needs. */
+    String rowPlaceholders();
+
     /** Inserts the events with one multi-row INSERT statement (no commit). */
-    void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException;
+    default void insertMultiRow(Connection c, List<TestEvent> events) throws SQLException {
+        var sql = new StringBuilder("INSERT INTO " + outboxTable() + " (id, aggregatetype, aggregateid, type, payload) VALUES ");
+        for (int i = 0; i < events.size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append(rowPlaceholders());
+        }
+        try (var ps = c.prepareStatement(sql.toString())) {
+            int p = 1;
+            for (var e : events) {
+                ps.setString(p++, e.id().toString());
+                ps.setString(p++, e.aggregateType());
+                ps.setString(p++, e.aggregateId());
+                ps.setString(p++, e.type());
+                ps.setString(p++, e.payload());
+            }
+            ps.executeUpdate();
+        }
+    }
 
     /** Inserts the events with the database's bulk path (COPY on Postgres), no commit. */
     void insertBulk(Connection c, List<TestEvent> events) throws SQLException;

@@ -15,7 +15,7 @@ import java.sql.SQLException;
  * A real MariaDB 11.4 (embedded binaries from Maven) with a row-based binlog, on a private port. It can be stopped
  * and started again on the same data directory, to simulate an outage.
  */
-public final class MariaDbServer implements AutoCloseable {
+public final class MariaDbServer implements DatabaseServer {
     public static final String USER = "root";
     public static final String PASSWORD = "";
 
@@ -56,10 +56,21 @@ public final class MariaDbServer implements AutoCloseable {
         }
     }
 
+    @Override
+    public String user() {
+        return USER;
+    }
+
+    @Override
+    public String password() {
+        return PASSWORD;
+    }
+
     public int port() {
         return port;
     }
 
+    @Override
     public String jdbcUrl(String database) {
         return "jdbc:mariadb://127.0.0.1:" + port + "/" + database;
     }
@@ -68,6 +79,7 @@ public final class MariaDbServer implements AutoCloseable {
         return DriverManager.getConnection(jdbcUrl(database), USER, PASSWORD);
     }
 
+    @Override
     public String createDatabase(String name) {
         try (var c = connect("mysql"); var st = c.createStatement()) {
             st.execute("CREATE DATABASE " + name);
@@ -78,6 +90,7 @@ public final class MariaDbServer implements AutoCloseable {
     }
 
     /** Stops the server, keeping its data. */
+    @Override
     public void stop() {
         try {
             db.stop();
@@ -86,6 +99,7 @@ public final class MariaDbServer implements AutoCloseable {
         }
     }
 
+    @Override
     public void restart() {
         stop();
         try {

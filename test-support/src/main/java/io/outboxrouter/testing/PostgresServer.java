@@ -15,7 +15,7 @@ import java.time.Duration;
  * A real Postgres (embedded binaries from Maven, PG 17) with logical decoding on, on a private port.
  * It can be stopped and started again on the same data directory and port, to simulate an outage.
  */
-public final class PostgresServer implements AutoCloseable {
+public final class PostgresServer implements DatabaseServer {
     public static final String USER = "postgres";
     public static final String PASSWORD = "postgres";
 
@@ -62,6 +62,7 @@ public final class PostgresServer implements AutoCloseable {
     }
 
     /** Stops the server, keeping its data: the next {@link #restart()} brings the same database back. */
+    @Override
     public void stop() {
         if (pg != null) {
             try {
@@ -73,9 +74,20 @@ public final class PostgresServer implements AutoCloseable {
         }
     }
 
+    @Override
     public void restart() {
         stop();
         startProcess();
+    }
+
+    @Override
+    public String user() {
+        return USER;
+    }
+
+    @Override
+    public String password() {
+        return PASSWORD;
     }
 
     public int port() {
@@ -83,6 +95,7 @@ public final class PostgresServer implements AutoCloseable {
     }
 
     /** A JDBC URL for a database on this server (created with {@link #createDatabase} first, or "postgres"). */
+    @Override
     public String jdbcUrl(String database) {
         return "jdbc:postgresql://127.0.0.1:" + port + "/" + database;
     }
@@ -92,6 +105,7 @@ public final class PostgresServer implements AutoCloseable {
     }
 
     /** A fresh database, so that tests never share tables, slots or publications. */
+    @Override
     public String createDatabase(String name) {
         try (var c = connect("postgres"); var st = c.createStatement()) {
             st.execute("CREATE DATABASE " + name);
