@@ -1,0 +1,95 @@
+package io.outboxrouter.schema;
+
+import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.SourceKind;
+import java.util.List;
+
+/**
+ * The DDL a database needs for the router, per dialect and from the configuration's names: the outbox table(s) with
+ * the index users need, the Postgres publication, and a least-privilege role with its grants. Pure: text in, text out.
+ *
+ * @param tables qualified outbox tables
+ * @param role   the user the router connects as
+ */
+public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
+                        String publication, String role) {
+
+    /** The DDL for a router's configuration: its tables, column names, publication and user. */
+    public static SchemaDdl of(io.outboxrouter.config.RouterConfig c) {
+        return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
+                c.source().postgres().publication(), c.source().connection().user());
+    }
+
+    /** The outbox tables, one CREATE TABLE and one index each. */
+    public String tablesSql() {
+        var sb = new StringBuilder();
+        for (String table : tables) {
+            String bare = table.substring(table.indexOf('.') + 1);
+            sb.append("CREATE TABLE ").append(table).append(" (\n");
+            if (kind == SourceKind.POSTGRES) {
+                sb.append("  ").append(columns.id()).append(" uuid PRIMARY KEY,\n");
+            } else {
+                // Not MariaDB's UUID type: Debezium's binlog reader misreads values ending in a zero byte.
+                sb.append("  ").append(columns.id()).append(" CHAR(36) PRIMARY KEY,\n");
+            }
+            sb.append("  ").append(columns.aggregateType()).append(" VARCHAR(255) NOT NULL,\n");
+            sb.append("  ").append(columns.aggregateId()).append(" VARCHAR(255) NOT NULL,\n");
+            sb.append("  ").append(columns.type()).append(" VARCHAR(255) NOT NULL,\n");
+            sb.append("  ").append(columns.payload()).append(kind == SourceKind.POSTGRES ? " jsonb,\n" : " JSON,\n");
+            for (String header : headerColumns) {
+                sb.append("  ").append(header).append(" VARCHAR(512),\n");
+            }
+            sb.append(kind == SourceKind.POSTGRES
+                    ? "  created_at timestamptz NOT NULL DEFAULT now()\n);\n"
+                    : "  created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)\n);\n");
+            sb.append("-- For cleanup jobs (DELETE ... WHERE created_at < ...) and replay by time range.\n");
+            sb.append("CREATE INDEX ").append(bare).append("_created_at ON ").append(table).append(" (created_at);\n");
+        }
+        return sb.toString();
+    }
+
+    /** Postgres: the publication the router reads, with only the outbox tables. Empty for binlog sources. */
+    public String publicationSql() {
+        if (kind != SourceKind.POSTGRES) {
+            return "";
+        }
+        return "-- Run as the tables' owner; the router uses an existing publication as it is.\n"
+                + "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables) + ";\n";
+    }
+
+    /** A role with exactly what the router needs. */
+    public String roleSql() {
+        if (kind == SourceKind.POSTGRES) {
+            var schemas = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
+            return "CREATE ROLE " + role + " WITH LOGIN REPLICATION PASSWORD 'change-me';\n"
+                    + "GRANT SELECT ON " + String.join(", ", tables) + " TO " + role + ";\n"
+                    + "-- The offsets table is created in the first schema of the search path when missing.\n"
+                    + "GRANT CREATE ON SCHEMA " + schemas.get(0) + " TO " + role + ";\n";
+        }
+        var databases = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
+        var sb = new StringBuilder("CREATE USER '" + role + "'@'%' IDENTIFIED BY 'change-me';\n"
+                + "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + role + "'@'%';\n");
+        sb.append("-- The offsets and schema-history tables are created in the source database when missing.\n");
+        for (String db : databases) {
+            sb.append("GRANT CREATE, INSERT, UPDATE, DELETE ON ").append(db).append(".* TO '").append(role).append("'@'%';\n");
+        }
+        return sb.toString();
+    }
+
+    /** Everything, in the order to run it. */
+    public String all() {
+        var sb = new StringBuilder("-- outbox-router: DDL for ").append(kind.name().toLowerCase()).append("\n\n");
+        sb.append("-- The outbox table(s): the application inserts one row per event, in the same transaction as its state change.\n").append(tablesSql());
+        String pub = publicationSql();
+        if (!pub.isEmpty()) {
+            sb.append("\n").append(pub);
+        }
+        sb.append("\n-- The router's own login.\n").append(roleSql());
+        if (kind.isBinlog()) {
+            sb.append("\n-- Server settings (my.cnf): log_bin = mysql-bin, binlog_format = ROW, binlog_row_image = FULL, server_id = <non-zero>\n");
+        } else {
+            sb.append("\n-- Server settings (postgresql.conf, restart needed): wal_level = logical, max_replication_slots and max_wal_senders with room for one more\n");
+        }
+        return sb.toString();
+    }
+}

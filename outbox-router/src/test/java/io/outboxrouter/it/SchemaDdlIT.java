@@ -1,0 +1,97 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.schema.SchemaDdl;
+import io.outboxrouter.testing.MariaDbServer;
+import io.outboxrouter.testing.PostgresServer;
+import io.outboxrouter.testing.TestServers;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/** The DDL that `schema` prints runs on real servers, and a router streams from what it creates. */
+class SchemaDdlIT {
+
+    private static void run(Connection c, String sql) throws SQLException {
+        try (var st = c.createStatement()) {
+            for (String statement : sql.split(";\n")) {
+                String code = statement.lines().filter(l -> !l.trim().startsWith("--")).reduce("", (a, b) -> a + "\n" + b).trim();
+                if (!code.isEmpty()) {
+                    st.execute(code);
+                }
+            }
+        }
+    }
+
+    @Test
+    void thePostgresDdlCreatesEverythingTheRouterNeedsWithALeastPrivilegeRole() throws Exception {
+        var server = TestServers.postgres();
+        String database = server.createDatabase(OutboxContract.unique("ddl"));
+        String role = OutboxContract.unique("ddl_role");
+        String password = "pw-" + UUID.randomUUID();
+        String topics = OutboxContract.unique("ddl");
+        String yaml = """
+                name: %s
+                source: { url: "%s", user: %s, password: "%s", tables: [public.outbox, public.audit_outbox] }
+                outbox: { headers: { traceparent: traceparent } }
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(OutboxContract.unique("ddl-router").replace('_', '-'), server.jdbcUrl(database), role, password,
+                topics, OutboxContract.kafka());
+        var config = RouterConfigLoader.parse(yaml, Map.of());
+        try (var c = server.connect(database)) {
+            run(c, SchemaDdl.of(config).all().replace("'change-me'", "'" + password + "'"));
+        }
+        var id = UUID.randomUUID();
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = server.connect(database)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            try (var st = c.createStatement()) {
+                st.execute("INSERT INTO public.audit_outbox (id, aggregatetype, aggregateid, type, payload, traceparent) VALUES ('"
+                        + id + "', 'Audit', 'a-1', 'Logged', '{\"ok\": true}', '00-abc-01')");
+            }
+            kafka.awaitIds(Set.of(id), Duration.ofSeconds(60));
+            assertThat(kafka.all().get(0).header("traceparent")).isEqualTo("00-abc-01");
+        }
+        assertThat(PostgresServer.USER).isNotEqualTo(role);
+    }
+
+    @Test
+    void theMariaDbTablesStreamAsCreated() throws Exception {
+        MariaDbServer server = TestServers.mariadb();
+        String database = server.createDatabase(OutboxContract.unique("ddl"));
+        String topics = OutboxContract.unique("ddl");
+        String yaml = """
+                name: %s
+                source: { kind: mariadb, url: "%s", user: %s, password: "%s", tables: [%s.outbox] }
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(OutboxContract.unique("ddl-router").replace('_', '-'), server.jdbcUrl(database), MariaDbServer.USER,
+                MariaDbServer.PASSWORD, database, topics, OutboxContract.kafka());
+        var config = RouterConfigLoader.parse(yaml, Map.of());
+        try (var c = DriverManager.getConnection(server.jdbcUrl(database), MariaDbServer.USER, MariaDbServer.PASSWORD)) {
+            run(c, SchemaDdl.of(config).tablesSql()); // roles: the embedded MariaDB runs without grant tables
+        }
+        var id = UUID.randomUUID();
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = DriverManager.getConnection(server.jdbcUrl(database), MariaDbServer.USER, MariaDbServer.PASSWORD)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            try (var st = c.createStatement()) {
+                st.execute("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('" + id
+                        + "', 'Order', 'o-1', 'Placed', '{\"ok\": true}')");
+            }
+            kafka.awaitIds(Set.of(id), Duration.ofSeconds(60));
+            assertThat(kafka.all().get(0).valueText()).isEqualTo("{\"ok\": true}");
+        }
+    }
+}

@@ -1,0 +1,31 @@
+package io.outboxrouter.schema;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.SourceKind;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class SchemaDdlTest {
+    private static final OutboxConfig.Columns COLUMNS = new OutboxConfig.Columns("event_id", "kind", "entity", "event", "body");
+
+    @Test
+    void postgresUsesTheConfiguredNamesPublicationAndRole() {
+        var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of("sales.outbox"), COLUMNS, List.of("tenant"), "orders_pub", "orders_router").all();
+        assertThat(ddl).contains("CREATE TABLE sales.outbox (", "event_id uuid PRIMARY KEY", "entity VARCHAR(255) NOT NULL",
+                "body jsonb", "tenant VARCHAR(512)", "CREATE INDEX outbox_created_at ON sales.outbox (created_at);",
+                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox;",
+                "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT SELECT ON sales.outbox TO orders_router;",
+                "GRANT CREATE ON SCHEMA sales TO orders_router;", "wal_level = logical");
+    }
+
+    @Test
+    void binlogSourcesGetCharIdsAndReplicationGrantsButNoPublication() {
+        var ddl = new SchemaDdl(SourceKind.MARIADB, List.of("app.outbox"), OutboxConfig.Columns.DEFAULTS, List.of(), "unused", "router").all();
+        assertThat(ddl).contains("id CHAR(36) PRIMARY KEY", "payload JSON",
+                "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'router'@'%';",
+                "GRANT CREATE, INSERT, UPDATE, DELETE ON app.* TO 'router'@'%';", "binlog_format = ROW")
+                .doesNotContain("PUBLICATION").doesNotContain(" uuid ");
+    }
+}
