@@ -62,6 +62,15 @@ final class ConnectorProperties {
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
+        var pg = source.postgres();
+        if (pg.heartbeat()) {
+            // The heartbeat row is written through the replication stream like any change, so the slot's confirmed
+            // position moves with it; the router routes only outbox tables, so it publishes nothing.
+            p.setProperty("heartbeat.interval.ms", Long.toString(pg.heartbeatInterval().toMillis()));
+            p.setProperty("heartbeat.action.query", "INSERT INTO " + pg.heartbeatTable() + " (router_name, beat_at) VALUES ('"
+                    + config.name() + "', now()) ON CONFLICT (router_name) DO UPDATE SET beat_at = EXCLUDED.beat_at");
+            p.setProperty("table.include.list", p.getProperty("table.include.list") + "," + regex(pg.heartbeatTable()));
+        }
     }
 
     private static void binlog(RouterConfig config, Properties p) {

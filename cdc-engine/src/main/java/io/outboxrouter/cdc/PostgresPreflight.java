@@ -27,7 +27,12 @@ final class PostgresPreflight {
         try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
             checkWalLevel(c);
             checkTables(c, source.tables());
-            ensurePublication(c, source.postgres().publication(), source.tables());
+            var published = new java.util.ArrayList<>(source.tables());
+            if (source.postgres().heartbeat()) {
+                ensureHeartbeatTable(c, source.postgres().heartbeatTable());
+                published.add(source.postgres().heartbeatTable());
+            }
+            ensurePublication(c, source.postgres().publication(), published);
         } catch (SQLException e) {
             String state = e.getSQLState() == null ? "" : e.getSQLState();
             String hint = state.startsWith("28") ? "check source.user and source.password"
@@ -66,6 +71,20 @@ final class PostgresPreflight {
         if (!missing.isEmpty()) {
             throw new SourceSetupException("outbox table(s) " + String.join(", ", missing) + " do not exist in the source database "
                     + "(source.tables); create them first: `java -jar outbox-router.jar schema` prints the DDL");
+        }
+    }
+
+    /** The heartbeat table: one row per router, upserted by the connector's heartbeat. */
+    static String heartbeatTableSql(String table) {
+        return "CREATE TABLE IF NOT EXISTS " + table + " (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL)";
+    }
+
+    private static void ensureHeartbeatTable(Connection c, String table) throws SQLException {
+        try (var st = c.createStatement()) {
+            st.execute(heartbeatTableSql(table));
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot create the heartbeat table " + table + " (" + e.getMessage()
+                    + "); create it: " + heartbeatTableSql(table), e);
         }
     }
 

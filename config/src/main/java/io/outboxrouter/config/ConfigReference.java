@@ -23,6 +23,8 @@ public final class ConfigReference {
             new Entry("source.tables", "`[public.outbox]`; MySQL/MariaDB: `[<database>.outbox]`", "qualified outbox tables; all use the column names below"),
             new Entry("source.postgres.slot", "name, `-` as `_`", "replication slot, created on first start"),
             new Entry("source.postgres.publication", "name, `-` as `_`", "publication; created with only `source.tables` when missing, used as it is when it exists"),
+            new Entry("source.postgres.heartbeat-interval", "`0s` (off)", "how often the router writes its heartbeat row, so that a quiet outbox on a busy database does not pin WAL, e.g. `10s`"),
+            new Entry("source.postgres.heartbeat-table", "`public.outbox_router_heartbeat`", "the heartbeat row's table: created when missing, and it must be in the publication (added when the router creates it)"),
             new Entry("source.binlog.server-id", "derived from name", "MySQL/MariaDB: the replica id the router connects with; unique among the server's replicas"),
             new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start"),
             new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),

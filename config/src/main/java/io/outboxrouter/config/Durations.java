@@ -14,6 +14,9 @@ public final class Durations {
 
     public static Optional<Duration> parse(String text) {
         var t = text.trim();
+        if (t.equals("0")) {
+            return Optional.of(Duration.ZERO);
+        }
         var m = SIMPLE.matcher(t);
         if (m.matches()) {
             long n = Long.parseLong(m.group(1));
@@ -35,6 +38,9 @@ public final class Durations {
     /** The shortest exact form among ms/s/m/h, so that a printed config reads back the same. */
     public static String format(Duration d) {
         long ms = d.toMillis();
+        if (ms == 0) {
+            return "0s";
+        }
         if (ms % 3_600_000 == 0 && ms > 0) {
             return ms / 3_600_000 + "h";
         }

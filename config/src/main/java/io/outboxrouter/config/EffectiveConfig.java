@@ -30,7 +30,8 @@ public final class EffectiveConfig {
         if (s.kind().isBinlog()) {
             source.put("binlog", map("server-id", s.binlog().serverId()));
         } else {
-            source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication()));
+            source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication(),
+                    "heartbeat-interval", Durations.format(s.postgres().heartbeatInterval()), "heartbeat-table", s.postgres().heartbeatTable()));
         }
         source.put("snapshot", ConfigNode.lower(s.snapshot()));
         source.put("poll-interval", Durations.format(s.pollInterval()));

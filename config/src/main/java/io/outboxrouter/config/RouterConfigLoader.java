@@ -137,6 +137,11 @@ public final class RouterConfigLoader {
         if (!IDENTIFIER.matcher(publication).matches()) {
             pg.problem(pg.key("publication"), "must be a plain SQL identifier (was \"" + publication + "\")");
         }
+        Duration heartbeat = pg.duration("heartbeat-interval", Duration.ZERO);
+        String heartbeatTable = pg.string("heartbeat-table", "public.outbox_router_heartbeat");
+        if (!QUALIFIED_TABLE.matcher(heartbeatTable).matches()) {
+            pg.problem(pg.key("heartbeat-table"), "must be a schema-qualified table name (was \"" + heartbeatTable + "\")");
+        }
         var binlog = n.child("binlog");
         // A stable id per router name, in a range replicas rarely use; configurable when it collides.
         long defaultServerId = 184_000 + Math.floorMod(routerName.hashCode(), 100_000);
@@ -148,7 +153,7 @@ public final class RouterConfigLoader {
         }
         int batch = n.integer("max-batch-size", 2048, 1, 65536);
         return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication), new SourceConfig.BinlogSource(serverId), snapshot, poll, batch);
+                new PostgresSource(slot, publication, heartbeat, heartbeatTable), new SourceConfig.BinlogSource(serverId), snapshot, poll, batch);
     }
 
     private static OutboxConfig outbox(ConfigNode n) {

@@ -24,8 +24,17 @@ public record SourceConfig(
         tables = List.copyOf(tables);
     }
 
-    /** Postgres replication settings. */
-    public record PostgresSource(String slot, String publication) {
+    /**
+     * Postgres replication settings.
+     *
+     * @param heartbeatInterval how often the router writes its heartbeat row, so that a quiet outbox on a busy database
+     *                          does not pin WAL; zero turns it off
+     * @param heartbeatTable    where; it must be in the publication (the router adds it when it creates the publication)
+     */
+    public record PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable) {
+        public boolean heartbeat() {
+            return !heartbeatInterval.isZero();
+        }
     }
 
     /** MySQL/MariaDB replication settings. @param serverId the replica id the router uses; unique among replicas */

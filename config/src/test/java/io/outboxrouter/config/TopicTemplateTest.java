@@ -29,5 +29,6 @@ class TopicTemplateTest {
         }
         assertThat(Durations.parse("PT10S").orElseThrow().toSeconds()).isEqualTo(10);
         assertThat(Durations.parse("500")).isEmpty();
+        assertThat(Durations.parse("0")).contains(java.time.Duration.ZERO);
     }
 }

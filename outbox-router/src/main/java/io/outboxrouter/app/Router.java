@@ -39,7 +39,7 @@ public final class Router implements AutoCloseable {
         CdcEngine engine = null;
         try {
             var counters = new OutboxBatchHandler.Counters();
-            var routing = new OutboxRouting(config.outbox(), config.routing().topic());
+            var routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
             var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
             var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, publisher, counters);
             engine = CdcEngine.start(config, handler);

@@ -46,7 +46,7 @@ final class SchemaCommand implements Callable<Integer> {
                 return Main.EXIT_USAGE;
             }
             ddl = new SchemaDdl(kind, List.of(kind.isBinlog() ? "app.outbox" : "public.outbox"), OutboxConfig.Columns.DEFAULTS,
-                    List.of(), "outbox_router", "outbox_router");
+                    List.of(), "outbox_router", "outbox_router", java.util.Optional.empty());
         }
         System.out.print(ddl.all());
         return 0;

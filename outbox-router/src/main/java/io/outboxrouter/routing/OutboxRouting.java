@@ -26,17 +26,23 @@ public final class OutboxRouting {
     public static final String HEADER_TABLE = "source.table";
     public static final String HEADER_COMMIT_TIME = "source.commit.time";
 
+    private final java.util.Set<String> outboxTables;
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
     private final TopicTemplate topic;
 
-    public OutboxRouting(OutboxConfig outbox, TopicTemplate topic) {
+    /** @param outboxTables the captured tables that are outboxes; changes of any other (the heartbeat) publish nothing */
+    public OutboxRouting(java.util.Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
+        this.outboxTables = java.util.Set.copyOf(outboxTables);
         this.columns = outbox.columns();
         this.headerColumns = outbox.headers();
         this.topic = topic;
     }
 
     public RoutingResult route(ChangeEvent change) {
+        if (!outboxTables.contains(change.table())) {
+            return new RoutingResult.Ignore(change.table() + " is not an outbox table");
+        }
         if (change.operation() == ChangeEvent.Operation.UPDATE || change.operation() == ChangeEvent.Operation.DELETE) {
             return new RoutingResult.Ignore(change.operation() + " of an outbox row publishes nothing");
         }

@@ -12,12 +12,14 @@ import java.util.List;
  * @param role   the user the router connects as
  */
 public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
-                        String publication, String role) {
+                        String publication, String role, java.util.Optional<String> heartbeatTable) {
 
     /** The DDL for a router's configuration: its tables, column names, publication and user. */
     public static SchemaDdl of(io.outboxrouter.config.RouterConfig c) {
+        var pg = c.source().postgres();
         return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
-                c.source().postgres().publication(), c.source().connection().user());
+                pg.publication(), c.source().connection().user(),
+                pg.heartbeat() && !c.source().kind().isBinlog() ? java.util.Optional.of(pg.heartbeatTable()) : java.util.Optional.empty());
     }
 
     /** The outbox tables, one CREATE TABLE and one index each. */
@@ -53,8 +55,17 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         if (kind != SourceKind.POSTGRES) {
             return "";
         }
-        return "-- Run as the tables' owner; the router uses an existing publication as it is.\n"
-                + "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables) + ";\n";
+        var published = new java.util.ArrayList<>(tables);
+        var sb = new StringBuilder();
+        heartbeatTable.ifPresent(t -> {
+            sb.append("-- The heartbeat row (source.postgres.heartbeat-interval) keeps a quiet outbox's slot moving.\n")
+                    .append("CREATE TABLE ").append(t).append(" (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL);\n")
+                    .append("GRANT INSERT, UPDATE ON ").append(t).append(" TO ").append(role).append(";\n");
+            published.add(t);
+        });
+        return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is.\n")
+                .append("CREATE PUBLICATION ").append(publication).append(" FOR TABLE ").append(String.join(", ", published)).append(";\n")
+                .toString();
     }
 
     /** A role with exactly what the router needs. */

@@ -127,6 +127,51 @@ class PostgresRouterBehaviourIT {
                 .doesNotContain(PostgresServer.PASSWORD + "\"");
     }
 
+    /** WAL protection: with only other tables written, the heartbeat still moves the slot's confirmed position. */
+    @Test
+    void theHeartbeatMovesTheSlotWhileOnlyOtherTablesAreWritten() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("heartbeat"));
+        db.execute("CREATE TABLE public.busy (id serial PRIMARY KEY, data text)");
+        String topics = unique("heartbeat");
+        String name = unique("heartbeat-router").replace('_', '-');
+        var config = RouterConfigLoader.parse(yaml(db, name, topics, "", 0).replace("  tables: [", "  postgres: { heartbeat-interval: 200ms }\n  tables: ["),
+                Map.of());
+        String slot = config.source().postgres().slot();
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var event = TestEvent.of("Order", "o-1", 1);
+            db.insert(c, event);
+            c.commit();
+            kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
+
+            try (var st = c.createStatement()) {
+                for (int i = 0; i < 20; i++) {
+                    st.execute("INSERT INTO public.busy (data) SELECT repeat('x', 500) FROM generate_series(1, 500)");
+                    c.commit();
+                }
+            }
+            String busyEnd;
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                rs.next();
+                busyEnd = rs.getString(1);
+            }
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                try (var ps = c.prepareStatement("SELECT pg_wal_lsn_diff(confirmed_flush_lsn, ?::pg_lsn) >= 0 FROM pg_replication_slots "
+                        + "WHERE slot_name = ?")) {
+                    ps.setString(1, busyEnd);
+                    ps.setString(2, slot);
+                    try (var rs = ps.executeQuery()) {
+                        boolean moved = rs.next() && rs.getBoolean(1);
+                        c.commit();
+                        return moved;
+                    }
+                }
+            });
+            assertThat(kafka.settle(Duration.ofMillis(500))).as("heartbeats publish nothing").hasSize(1);
+        }
+    }
+
     /**
      * The README's least-privilege role (REPLICATION LOGIN, SELECT on the outbox, CREATE on the schema for the offsets
      * table; the publication made by the owner) is enough, and its password appears in no log line.

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 class OutboxRoutingTest {
     private static final OutboxConfig OUTBOX = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of("tracingspancontext", "traceparent"));
-    private static final OutboxRouting ROUTING = new OutboxRouting(OUTBOX, TopicTemplate.parse("outbox.event.${aggregatetype}"));
+    private static final OutboxRouting ROUTING = new OutboxRouting(java.util.List.of("public.outbox"), OUTBOX, TopicTemplate.parse("outbox.event.${aggregatetype}"));
 
     private static Map<String, Object> row() {
         var row = new LinkedHashMap<String, Object>();
@@ -65,6 +65,12 @@ class OutboxRoutingTest {
     }
 
     @Test
+    void changesOfOtherCapturedTablesSuchAsTheHeartbeatPublishNothing() {
+        var heartbeat = new ChangeEvent("public.outbox_router_heartbeat", Operation.INSERT, row(), "lsn:0/1", null);
+        assertThat(ROUTING.route(heartbeat)).isInstanceOf(RoutingResult.Ignore.class);
+    }
+
+    @Test
     void binaryPayloadsPassThroughAndNullPayloadsBecomeTombstones() {
         var row = row();
         byte[] bytes = {0, (byte) 0xff, 0x7f, (byte) 0x80};
@@ -87,7 +93,7 @@ class OutboxRoutingTest {
     @Test
     void topicTemplatesUseLogicalNamesAndAnyConfiguredColumn() {
         var outbox = new OutboxConfig(new OutboxConfig.Columns("event_id", "kind", "entity", "event", "body"), Map.of("tenant", "x-tenant"));
-        var routing = new OutboxRouting(outbox, TopicTemplate.parse("${tenant}.${aggregatetype}.${type}"));
+        var routing = new OutboxRouting(java.util.List.of("public.outbox"), outbox, TopicTemplate.parse("${tenant}.${aggregatetype}.${type}"));
         var row = new LinkedHashMap<String, Object>(Map.of("event_id", 7L, "kind", "Order", "entity", "o-1", "event", "Created",
                 "body", "{}", "tenant", "acme"));
         var r = published(routing.route(change(Operation.INSERT, row)));

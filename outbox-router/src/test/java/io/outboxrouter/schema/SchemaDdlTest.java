@@ -12,17 +12,19 @@ class SchemaDdlTest {
 
     @Test
     void postgresUsesTheConfiguredNamesPublicationAndRole() {
-        var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of("sales.outbox"), COLUMNS, List.of("tenant"), "orders_pub", "orders_router").all();
+        var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of("sales.outbox"), COLUMNS, List.of("tenant"), "orders_pub", "orders_router",
+                java.util.Optional.of("sales.router_heartbeat")).all();
         assertThat(ddl).contains("CREATE TABLE sales.outbox (", "event_id uuid PRIMARY KEY", "entity VARCHAR(255) NOT NULL",
                 "body jsonb", "tenant VARCHAR(512)", "CREATE INDEX outbox_created_at ON sales.outbox (created_at);",
-                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox;",
+                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox, sales.router_heartbeat;",
+                "CREATE TABLE sales.router_heartbeat (router_name varchar(200) PRIMARY KEY",
                 "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT SELECT ON sales.outbox TO orders_router;",
                 "GRANT CREATE ON SCHEMA sales TO orders_router;", "wal_level = logical");
     }
 
     @Test
     void binlogSourcesGetCharIdsAndReplicationGrantsButNoPublication() {
-        var ddl = new SchemaDdl(SourceKind.MARIADB, List.of("app.outbox"), OutboxConfig.Columns.DEFAULTS, List.of(), "unused", "router").all();
+        var ddl = new SchemaDdl(SourceKind.MARIADB, List.of("app.outbox"), OutboxConfig.Columns.DEFAULTS, List.of(), "unused", "router", java.util.Optional.empty()).all();
         assertThat(ddl).contains("id CHAR(36) PRIMARY KEY", "payload JSON",
                 "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'router'@'%';",
                 "GRANT CREATE, INSERT, UPDATE, DELETE ON app.* TO 'router'@'%';", "binlog_format = ROW")
