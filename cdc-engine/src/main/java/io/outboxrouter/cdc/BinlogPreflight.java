@@ -17,41 +17,61 @@ final class BinlogPreflight {
     }
 
     static void run(SourceConfig source) {
+        var failed = checks(source).stream().filter(c -> !c.ok()).map(BinlogPreflight::legacyLine).toList();
+        if (!failed.isEmpty()) {
+            throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
+        }
+    }
+
+    private static String legacyLine(Check c) {
+        return c.detail() + (c.fix().isEmpty() ? "" : ": " + c.fix());
+    }
+
+    /** Every binlog prerequisite, checked; a connection failure is one failed check. */
+    static List<Check> checks(SourceConfig source) {
         var conn = source.connection();
+        var checks = new ArrayList<Check>();
         try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
-            var problems = new ArrayList<String>();
-            expect(c, "log_bin", "ON", "start the server with --log-bin (log_bin = ON in my.cnf)", problems);
-            expect(c, "binlog_format", "ROW", "SET GLOBAL binlog_format = 'ROW' (and binlog_format = ROW in my.cnf)", problems);
-            expect(c, "binlog_row_image", "FULL", "SET GLOBAL binlog_row_image = 'FULL' (and in my.cnf)", problems);
+            checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
+            expect(c, "log_bin", "ON", "start the server with --log-bin (log_bin = ON in my.cnf)", checks);
+            expect(c, "binlog_format", "ROW", "SET GLOBAL binlog_format = 'ROW' (and binlog_format = ROW in my.cnf)", checks);
+            expect(c, "binlog_row_image", "FULL", "SET GLOBAL binlog_row_image = 'FULL' (and in my.cnf)", checks);
             String serverId = variable(c, "server_id");
-            if (serverId == null || serverId.equals("0")) {
-                problems.add("server_id is 0: give the server a non-zero server_id in my.cnf");
+            checks.add(serverId == null || serverId.equals("0")
+                    ? Check.fail("server_id", "server_id is 0", "give the server a non-zero server_id in my.cnf")
+                    : Check.pass("server_id", "server_id = " + serverId));
+            var missing = missingTables(c, source.tables());
+            for (String t : source.tables()) {
+                checks.add(missing.contains(t)
+                        ? Check.fail("outbox table " + t, "outbox table " + t + " does not exist (source.tables)",
+                                "`java -jar outbox-router.jar schema --config ...` prints the DDL")
+                        : Check.pass("outbox table " + t, "exists"));
             }
-            missingTables(c, source.tables()).forEach(t -> problems.add("outbox table " + t
-                    + " does not exist (source.tables); `java -jar outbox-router.jar schema` prints the DDL"));
-            uuidColumns(c, source.tables()).forEach(col -> problems.add("column " + col + " has the native UUID type, which "
-                    + "Debezium's binlog reader (3.5) misreads when a value's last byte is 0 (1 row in 256 arrives shifted by a byte, "
-                    + "with a wrong event id); store ids as CHAR(36): ALTER TABLE " + col.substring(0, col.lastIndexOf('.'))
-                    + " MODIFY " + col.substring(col.lastIndexOf('.') + 1) + " CHAR(36) NOT NULL"));
-            missingGrants(c).forEach(g -> problems.add("user " + conn.user() + " lacks " + g + ": GRANT " + g + " ON *.* TO '"
-                    + conn.user() + "'"));
-            if (!problems.isEmpty()) {
-                throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", problems));
-            }
+            uuidColumns(c, source.tables()).forEach(col -> checks.add(Check.fail("column " + col,
+                    "column " + col + " has the native UUID type, which Debezium's binlog reader (3.5) misreads when a value's "
+                            + "last byte is 0 (1 row in 256 arrives shifted by a byte, with a wrong event id)",
+                    "store ids as CHAR(36): ALTER TABLE " + col.substring(0, col.lastIndexOf('.')) + " MODIFY "
+                            + col.substring(col.lastIndexOf('.') + 1) + " CHAR(36) NOT NULL")));
+            var lacking = missingGrants(c);
+            checks.add(lacking.isEmpty() ? Check.pass("grants", "replication privileges granted")
+                    : Check.fail("grants", "user " + conn.user() + " lacks " + String.join(", ", lacking),
+                    "GRANT " + String.join(", ", lacking) + " ON *.* TO '" + conn.user() + "'"));
+            return checks;
         } catch (SQLException e) {
             String state = e.getSQLState() == null ? "" : e.getSQLState();
             String hint = state.startsWith("28") ? "check source.user and source.password"
                     : state.startsWith("08") ? "check that the database at " + conn.url() + " is running and reachable"
                     : "check the source settings";
-            throw new SourceSetupException("cannot use the source database " + conn.url() + ": " + e.getMessage() + " (" + hint + ")", e);
+            checks.add(Check.fail("source connection", "cannot use the source database " + conn.url() + ": " + e.getMessage(), hint));
+            return checks;
         }
     }
 
-    private static void expect(Connection c, String name, String wanted, String fix, List<String> problems) throws SQLException {
+    private static void expect(Connection c, String name, String wanted, String fix, List<Check> checks) throws SQLException {
         String value = variable(c, name);
-        if (value == null || !value.equalsIgnoreCase(wanted)) {
-            problems.add(name + " is " + value + ", the router needs " + wanted + ": " + fix);
-        }
+        checks.add(value == null || !value.equalsIgnoreCase(wanted)
+                ? Check.fail(name, name + " is " + value + ", the router needs " + wanted, fix)
+                : Check.pass(name, name + " = " + value));
     }
 
     private static String variable(Connection c, String name) throws SQLException {

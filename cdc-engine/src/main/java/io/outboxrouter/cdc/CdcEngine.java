@@ -80,6 +80,11 @@ public final class CdcEngine implements AutoCloseable {
         return engine;
     }
 
+    /** Every prerequisite of the source database, checked without changing anything (for {@code check}). */
+    public static List<Check> checkSource(io.outboxrouter.config.SourceConfig source) {
+        return source.kind().isBinlog() ? BinlogPreflight.checks(source) : PostgresPreflight.checks(source);
+    }
+
     /** Whether the connector is connected to the replication stream: only then is a new commit sure to be seen. */
     public boolean isStreaming() {
         try {

@@ -7,14 +7,15 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Checks the Postgres prerequisites before the connector starts, so that a missing one fails with its fix
- * instead of a connector stack trace; and creates the publication when it is missing (only the outbox tables).
- * An existing publication is used as it is, never altered.
+ * The Postgres prerequisites, as checks: {@code check} reports them all; at start every failed one is named with its
+ * fix at once, then the publication (only the outbox tables, plus the heartbeat table) and the heartbeat table are
+ * created when missing. An existing publication is used as it is, never altered.
  */
 final class PostgresPreflight {
     private static final Logger LOG = LoggerFactory.getLogger(PostgresPreflight.class);
@@ -23,54 +24,111 @@ final class PostgresPreflight {
     }
 
     static void run(SourceConfig source) {
+        var failed = checks(source).stream().filter(c -> !c.ok()).map(Check::problem).toList();
+        if (!failed.isEmpty()) {
+            throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
+        }
         var conn = source.connection();
         try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
-            checkWalLevel(c);
-            checkTables(c, source.tables());
-            var published = new java.util.ArrayList<>(source.tables());
             if (source.postgres().heartbeat()) {
                 ensureHeartbeatTable(c, source.postgres().heartbeatTable());
-                published.add(source.postgres().heartbeatTable());
             }
-            ensurePublication(c, source.postgres().publication(), published);
+            ensurePublication(c, source.postgres().publication(), published(source));
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static List<String> published(SourceConfig source) {
+        var tables = new ArrayList<>(source.tables());
+        if (source.postgres().heartbeat()) {
+            tables.add(source.postgres().heartbeatTable());
+        }
+        return tables;
+    }
+
+    /** Every prerequisite, checked; a connection failure is one failed check. */
+    static List<Check> checks(SourceConfig source) {
+        var conn = source.connection();
+        var checks = new ArrayList<Check>();
+        try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
+            checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
+            String level = scalar(c, "SHOW wal_level");
+            checks.add("logical".equals(level) ? Check.pass("wal_level", "wal_level = logical")
+                    : Check.fail("wal_level", "wal_level is " + level + ", logical decoding needs logical",
+                    "ALTER SYSTEM SET wal_level = logical; then restart Postgres"));
+            boolean replication = "t".equals(scalar(c, "SELECT (rolreplication OR rolsuper)::text::char FROM pg_roles WHERE rolname = current_user"));
+            checks.add(replication ? Check.pass("replication privilege", conn.user() + " may replicate")
+                    : Check.fail("replication privilege", conn.user() + " lacks the REPLICATION attribute",
+                    "ALTER ROLE " + conn.user() + " WITH REPLICATION"));
+            checks.add(slotCheck(c, source.postgres().slot()));
+            for (String t : source.tables()) {
+                checks.add(tableCheck(c, t));
+            }
+            checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
         } catch (SQLException e) {
             String state = e.getSQLState() == null ? "" : e.getSQLState();
             String hint = state.startsWith("28") ? "check source.user and source.password"
                     : state.startsWith("08") ? "check that the database at " + conn.url() + " is running and reachable"
                     : state.startsWith("3D") ? "check the database name in source.url"
                     : "check the source settings";
-            throw new SourceSetupException("cannot use the source database " + conn.url() + ": " + e.getMessage()
-                    + " (" + hint + ")", e);
+            checks.add(Check.fail("source connection", "cannot use the source database " + conn.url() + ": " + e.getMessage(), hint));
         }
+        return checks;
     }
 
-    private static void checkWalLevel(Connection c) throws SQLException {
-        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW wal_level")) {
-            rs.next();
-            String level = rs.getString(1);
-            if (!"logical".equals(level)) {
-                throw new SourceSetupException("Postgres has wal_level=" + level + ", logical decoding needs wal_level=logical: "
-                        + "run ALTER SYSTEM SET wal_level = logical; then restart Postgres");
-            }
-        }
-    }
-
-    private static void checkTables(Connection c, List<String> tables) throws SQLException {
-        var missing = new ArrayList<String>();
-        try (var ps = c.prepareStatement("SELECT to_regclass(?)")) {
-            for (String t : tables) {
-                ps.setString(1, t);
-                try (var rs = ps.executeQuery()) {
-                    rs.next();
-                    if (rs.getString(1) == null) {
-                        missing.add(t);
-                    }
+    private static Check slotCheck(Connection c, String slot) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT active, pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)) "
+                + "FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return Check.pass("replication slot", "slot " + slot + " exists (" + (rs.getBoolean(1) ? "in use" : "idle")
+                            + ", retaining " + rs.getString(2) + " of WAL)");
                 }
             }
         }
-        if (!missing.isEmpty()) {
-            throw new SourceSetupException("outbox table(s) " + String.join(", ", missing) + " do not exist in the source database "
-                    + "(source.tables); create them first: `java -jar outbox-router.jar schema` prints the DDL");
+        int max = Integer.parseInt(scalar(c, "SHOW max_replication_slots"));
+        int used = Integer.parseInt(scalar(c, "SELECT count(*)::text FROM pg_replication_slots"));
+        return used < max ? Check.pass("replication slot", "slot " + slot + " will be created on first start (" + used + " of "
+                + max + " slots used)")
+                : Check.fail("replication slot", "all " + max + " replication slots are in use and slot " + slot + " does not exist",
+                "raise max_replication_slots (restart needed) or drop an unused slot");
+    }
+
+    private static Check tableCheck(Connection c, String table) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL, to_regclass(?) IS NOT NULL AND has_table_privilege(?, 'SELECT')")) {
+            ps.setString(1, table);
+            ps.setString(2, table);
+            ps.setString(3, table);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    return Check.fail("outbox table " + table, "outbox table " + table + " does not exist (source.tables)",
+                            "`java -jar outbox-router.jar schema --config ...` prints the DDL");
+                }
+                return rs.getBoolean(2) ? Check.pass("outbox table " + table, "exists, SELECT granted")
+                        : Check.fail("outbox table " + table, "no SELECT privilege on " + table, "GRANT SELECT ON " + table + " TO <router role>");
+            }
+        }
+    }
+
+    private static Check publicationCheck(Connection c, String publication, List<String> tables) throws SQLException {
+        var published = publishedTables(c, publication);
+        String create = "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
+        if (published.isEmpty()) {
+            return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
+                    + "; this needs ownership of the tables, else run it as their owner)");
+        }
+        var missing = tables.stream().filter(t -> !published.get().contains(t)).toList();
+        return missing.isEmpty() ? Check.pass("publication", "publication " + publication + " publishes " + String.join(", ", tables))
+                : Check.fail("publication", "publication " + publication + " exists but does not publish " + String.join(", ", missing),
+                "ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
+    }
+
+    private static String scalar(Connection c, String sql) throws SQLException {
+        try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
+            return rs.next() ? rs.getString(1) : null;
         }
     }
 
@@ -89,12 +147,12 @@ final class PostgresPreflight {
     }
 
     /** The tables a publication publishes, or empty when there is no such publication. */
-    private static java.util.Optional<Set<String>> publishedTables(Connection c, String publication) throws SQLException {
+    private static Optional<Set<String>> publishedTables(Connection c, String publication) throws SQLException {
         try (var exists = c.prepareStatement("SELECT 1 FROM pg_publication WHERE pubname = ?")) {
             exists.setString(1, publication);
             try (var rs = exists.executeQuery()) {
                 if (!rs.next()) {
-                    return java.util.Optional.empty();
+                    return Optional.empty();
                 }
             }
         }
@@ -107,27 +165,21 @@ final class PostgresPreflight {
                 }
             }
         }
-        return java.util.Optional.of(published);
+        return Optional.of(published);
     }
 
     private static void ensurePublication(Connection c, String publication, List<String> tables) throws SQLException {
-        Set<String> published = publishedTables(c, publication).orElse(null);
-        if (published == null) {
-            String sql = "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
-            try (var st = c.createStatement()) {
-                st.execute(sql);
-            } catch (SQLException e) {
-                throw new SourceSetupException("cannot create publication " + publication + " (" + e.getMessage()
-                        + "); create it as the table owner: " + sql, e);
-            }
-            LOG.info("Created publication {} for {}", publication, tables);
+        if (publishedTables(c, publication).isPresent()) {
+            LOG.info("Using existing publication {}", publication);
             return;
         }
-        var missing = tables.stream().filter(t -> !published.contains(t)).toList();
-        if (!missing.isEmpty()) {
-            throw new SourceSetupException("publication " + publication + " exists but does not publish " + String.join(", ", missing)
-                    + ": ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
+        String sql = "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
+        try (var st = c.createStatement()) {
+            st.execute(sql);
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot create publication " + publication + " (" + e.getMessage()
+                    + "); create it as the table owner: " + sql, e);
         }
-        LOG.info("Using existing publication {} ({} tables)", publication, published.size());
+        LOG.info("Created publication {} for {}", publication, tables);
     }
 }

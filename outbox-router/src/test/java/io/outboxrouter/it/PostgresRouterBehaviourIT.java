@@ -123,7 +123,8 @@ class PostgresRouterBehaviourIT {
         try (var router = RouterProcess.start(config, 0, log)) {
             assertThat(router.awaitExit(Duration.ofSeconds(60))).isEqualTo(1);
         }
-        assertThat(Files.readString(log)).contains("outbox-router: outbox table(s) public.outbox do not exist in the source database")
+        assertThat(Files.readString(log)).contains("outbox-router: the source database is not set up for the router: outbox table "
+                        + "public.outbox: outbox table public.outbox does not exist (source.tables); fix: `java -jar outbox-router.jar schema")
                 .doesNotContain(PostgresServer.PASSWORD + "\"");
     }
 

@@ -1,0 +1,82 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.outboxrouter.cli.Main;
+import io.outboxrouter.testing.PostgresServer;
+import io.outboxrouter.testing.TestServers;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** `check` against real servers: every prerequisite reported, failures with their fix, a meaningful exit code. */
+class CheckCommandIT {
+    @TempDir
+    Path dir;
+
+    private record Result(int exit, String out) {
+    }
+
+    private Result check(String yaml, String... extra) throws Exception {
+        var file = Files.writeString(dir.resolve("router-" + System.nanoTime() + ".yml"), yaml);
+        var out = new ByteArrayOutputStream();
+        PrintStream old = System.out;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            var args = new java.util.ArrayList<>(java.util.List.of("check", "--config", file.toString()));
+            args.addAll(java.util.List.of(extra));
+            int exit = new CommandLine(new Main()).execute(args.toArray(String[]::new));
+            return new Result(exit, out.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(old);
+        }
+    }
+
+    @Test
+    void aRouterSetUpRightPassesEveryCheck() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("check"));
+        var r = check("name: check-router\n" + db.sourceYaml() + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\n");
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("PASS  wal_level: wal_level = logical", "PASS  replication privilege",
+                "PASS  replication slot: slot check_router will be created on first start",
+                "PASS  outbox table public.outbox: exists, SELECT granted",
+                "PASS  publication: publication check_router will be created on first start",
+                "PASS  offsets table", "PASS  kafka: reached", "All checks passed.").doesNotContain("FAIL");
+    }
+
+    @Test
+    void aMariaDbRouterSetUpRightPassesEveryCheck() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("check"));
+        var r = check("name: check-router\n" + db.sourceYaml() + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\n");
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("PASS  binlog_format: binlog_format = ROW", "PASS  binlog_row_image", "PASS  grants",
+                "All checks passed.");
+    }
+
+    @Test
+    void everyFailureIsReportedWithItsFixAndExitCodeOne() throws Exception {
+        var server = TestServers.postgres();
+        String database = server.createDatabase(OutboxContract.unique("checkbad"));
+        String yaml = """
+                name: check-router
+                source: { url: "%s", user: %s, password: %s, tables: [public.outbox, public.missing] }
+                kafka: { bootstrap-servers: "127.0.0.1:1" }
+                """.formatted(server.jdbcUrl(database), PostgresServer.USER, PostgresServer.PASSWORD);
+        var r = check(yaml);
+        assertThat(r.exit()).as(r.out()).isEqualTo(1);
+        assertThat(r.out()).contains("FAIL  outbox table public.outbox: outbox table public.outbox does not exist",
+                "FAIL  outbox table public.missing", "fix: `java -jar outbox-router.jar schema --config ...` prints the DDL",
+                "FAIL  kafka: cannot reach 127.0.0.1:1", "PASS  wal_level", "check(s) failed.");
+
+        String jsonLine = check(yaml, "--json").out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow();
+        var json = new ObjectMapper().readTree(jsonLine);
+        assertThat(json.get("ok").asBoolean()).isFalse();
+        assertThat(json.get("checks")).anySatisfy(c -> assertThat(c.get("name").asText()).isEqualTo("kafka"));
+    }
+}
