@@ -66,20 +66,24 @@ public final class KafkaPublisher implements AutoCloseable {
         return new KafkaProducer<>(producerConfig);
     }
 
+    /** A record the broker will never take, at its index in the batch; every other record of the batch was acknowledged. */
+    public record Refused(int index, Exception error) {
+    }
+
     /**
      * Sends every record in order and waits for all acknowledgements.
      *
+     * @return the records refused for good (larger than the producer accepts): every other record was acknowledged
      * @throws Retry.GaveUpException when the batch could not be published within the retry budget, or hit an
-     *                               error that retrying cannot fix (authorization, a record over the size limit)
+     *                               error that retrying cannot fix (authorization, configuration)
      */
-    public void publish(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException {
+    public List<Refused> publish(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException {
         if (records.isEmpty()) {
-            return;
+            return List.of();
         }
-        retry.call("publish " + records.size() + " records to Kafka", KafkaPublisher::isRetryable, LOG, () -> {
+        return retry.call("publish " + records.size() + " records to Kafka", KafkaPublisher::isRetryable, LOG, () -> {
             try {
-                sendAndAwait(records);
-                return null;
+                return sendAndAwait(records);
             } catch (Exception e) {
                 replaceProducer();
                 throw e;
@@ -87,7 +91,7 @@ public final class KafkaPublisher implements AutoCloseable {
         });
     }
 
-    private void sendAndAwait(List<ProducerRecord<byte[], byte[]>> records) throws Exception {
+    private List<Refused> sendAndAwait(List<ProducerRecord<byte[], byte[]>> records) throws Exception {
         var acks = new ArrayList<CompletableFuture<Void>>(records.size());
         for (var record : records) {
             var ack = new CompletableFuture<Void>();
@@ -102,13 +106,19 @@ public final class KafkaPublisher implements AutoCloseable {
             acks.add(ack);
         }
         producer.flush();
-        for (var ack : acks) {
+        var refused = new ArrayList<Refused>();
+        for (int i = 0; i < acks.size(); i++) {
             try {
-                ack.get();
+                acks.get(i).get();
             } catch (ExecutionException e) {
-                throw e.getCause() instanceof Exception cause ? cause : e;
+                Exception cause = e.getCause() instanceof Exception c ? c : e;
+                if (!(cause instanceof RecordTooLargeException)) {
+                    throw cause; // the batch is sent again, whole and in order
+                }
+                refused.add(new Refused(i, cause));
             }
         }
+        return refused;
     }
 
     private void replaceProducer() {
@@ -124,7 +134,7 @@ public final class KafkaPublisher implements AutoCloseable {
     static boolean isRetryable(Throwable e) {
         return !(e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof InvalidConfigurationException
-                || e instanceof RecordTooLargeException || e instanceof org.apache.kafka.common.config.ConfigException);
+                || e instanceof org.apache.kafka.common.config.ConfigException);
     }
 
     @Override

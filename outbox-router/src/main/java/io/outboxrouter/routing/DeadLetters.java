@@ -30,6 +30,15 @@ public final class DeadLetters {
         this.columns = columns;
     }
 
+    /** For a record Kafka refused as too large: everything but the payload, whose size is in a header. */
+    public ProducerRecord<byte[], byte[]> withoutPayload(RoutingResult.Reject reject, int payloadBytes) {
+        var full = record(reject);
+        var headers = new ArrayList<Header>();
+        full.headers().forEach(headers::add);
+        add(headers, "dead-letter.payload-bytes", Integer.toString(payloadBytes));
+        return new ProducerRecord<>(full.topic(), null, full.key(), null, headers);
+    }
+
     public ProducerRecord<byte[], byte[]> record(RoutingResult.Reject reject) {
         ChangeEvent change = reject.change();
         var row = change.row();

@@ -52,34 +52,66 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var records = new ArrayList<ProducerRecord<byte[], byte[]>>(batch.size());
+        var sources = new ArrayList<ChangeEvent>(batch.size());
         int events = 0;
         int dead = 0;
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
                 records.add(p.record());
+                sources.add(change);
                 events++;
-            } else if (result instanceof RoutingResult.Reject reject) {
-                switch (policy) {
-                    case DEAD_LETTER -> {
-                        LOG.warn("Dead-lettering row at {} of {}: {}", change.position(), change.table(), reject.reason());
-                        records.add(deadLetters.record(reject));
-                        dead++;
-                    }
-                    case SKIP -> {
-                        LOG.warn("Skipping row at {} of {} (routing.dead-letters.policy=skip): {}",
-                                change.position(), change.table(), reject.reason());
-                        counters.skipped.incrementAndGet();
-                    }
-                    case FAIL -> throw new UnroutableEventException("row at " + change.position() + " of " + change.table()
-                            + " cannot be routed: " + reject.reason() + " (routing.dead-letters.policy=fail; fix the row, "
-                            + "or use policy dead-letter, then restart: the row is read again)");
-                }
+            } else if (result instanceof RoutingResult.Reject reject && reject(reject) != null) {
+                records.add(deadLetters.record(reject));
+                sources.add(null);
+                dead++;
             }
         }
-        publisher.publish(records);
+        var refused = publisher.publish(records);
+        if (!refused.isEmpty()) {
+            // Everything else was acknowledged; the dead letters go to another topic, so no aggregate's order changes.
+            var letters = new ArrayList<ProducerRecord<byte[], byte[]>>();
+            for (var r : refused) {
+                ChangeEvent change = sources.get(r.index());
+                if (change == null) {
+                    throw new UnroutableEventException("a dead letter for topic " + records.get(r.index()).topic()
+                            + " is itself refused by Kafka: " + r.error().getMessage());
+                }
+                var record = records.get(r.index());
+                int size = record.value() == null ? 0 : record.value().length;
+                var reject = new RoutingResult.Reject("Kafka refused the record: " + r.error().getMessage()
+                        + " (payload " + size + " bytes; see the producer's max.request.size and the topic's max.message.bytes)", change);
+                events--;
+                if (reject(reject) != null) {
+                    letters.add(deadLetters.withoutPayload(reject, size));
+                    dead++;
+                }
+            }
+            if (!publisher.publish(letters).isEmpty()) {
+                throw new UnroutableEventException("dead letters without payload were refused by Kafka too; check the dead-letter topic");
+            }
+        }
         counters.published.addAndGet(events);
         counters.deadLettered.addAndGet(dead);
         counters.batches.incrementAndGet();
+    }
+
+    /** Applies the policy to a rejected row: returns it when it is to be dead-lettered, null when skipped; throws on fail. */
+    private RoutingResult.Reject reject(RoutingResult.Reject reject) {
+        ChangeEvent change = reject.change();
+        switch (policy) {
+            case DEAD_LETTER -> {
+                LOG.warn("Dead-lettering row at {} of {}: {}", change.position(), change.table(), reject.reason());
+                return reject;
+            }
+            case SKIP -> {
+                LOG.warn("Skipping row at {} of {} (routing.dead-letters.policy=skip): {}", change.position(), change.table(), reject.reason());
+                counters.skipped.incrementAndGet();
+                return null;
+            }
+            default -> throw new UnroutableEventException("row at " + change.position() + " of " + change.table()
+                    + " cannot be routed: " + reject.reason() + " (routing.dead-letters.policy=fail; fix the row, "
+                    + "or use policy dead-letter, then restart: the row is read again)");
+        }
     }
 }

@@ -73,6 +73,33 @@ class PostgresRouterBehaviourIT {
     }
 
     @Test
+    void aRecordLargerThanKafkaAcceptsIsDeadLetteredWithoutItsPayloadAndTheRestFlows() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("toolarge"));
+        String topics = unique("toolarge");
+        var config = RouterConfigLoader.parse(yaml(db, unique("large-router").replace('_', '-'), topics, "", 0)
+                .replace("  bootstrap-servers:", "  producer: { max.request.size: \"20000\" }\n  bootstrap-servers:"), Map.of());
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var before = TestEvent.of("Order", "o-1", 1);
+            var large = new TestEvent(UUID.randomUUID(), "Order", "o-1", "Huge", 2, "{\"blob\": \"" + "x".repeat(50_000) + "\"}");
+            var after = TestEvent.of("Order", "o-1", 3);
+            db.insertMultiRow(c, List.of(before, large, after));
+            c.commit();
+            kafka.awaitIds(Set.of(before.id(), large.id(), after.id()), Duration.ofSeconds(60));
+            var dead = kafka.settle(Duration.ofMillis(500)).stream().filter(r -> r.id().equals(large.id())).toList();
+            assertThat(dead).singleElement().satisfies(r -> {
+                assertThat(r.topic()).isEqualTo(topics + ".dead-letters");
+                assertThat(r.value()).isNull();
+                assertThat(r.header("dead-letter.reason")).startsWith("Kafka refused the record: ").contains("max.request.size");
+                assertThat(r.header("dead-letter.payload-bytes")).isEqualTo(Integer.toString(large.payload().length()));
+            });
+            assertThat(router.counters().published.get()).isEqualTo(2);
+            assertThat(router.counters().deadLettered.get()).isEqualTo(1);
+        }
+    }
+
+    @Test
     void theFailPolicyStopsTheRouterWithOneClearLineAndTheRowIsReadAgain() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("fail"));
         db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");
