@@ -170,6 +170,9 @@ public final class CdcEngine implements AutoCloseable {
                 committer.markProcessed(records.get(safe));
             }
             committer.markBatchFinished();
+            if (safe >= 0) {
+                handler.positionStored();
+            }
         }
 
         @Override

@@ -11,7 +11,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
 
-/** {@code /health/live} and {@code /health/ready} (ready = streaming from the source), on loopback by default. */
+/**
+ * {@code /health/live}, {@code /health/ready} (ready = streaming from the source), {@code /metrics} (Prometheus) and
+ * {@code /status} (JSON), on loopback by default.
+ */
 final class HealthServer implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService executor;
@@ -21,7 +24,8 @@ final class HealthServer implements AutoCloseable {
         this.executor = executor;
     }
 
-    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready) {
+    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready,
+                              io.outboxrouter.metrics.RouterMetrics metrics) {
         try {
             var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
             var executor = Executors.newSingleThreadExecutor(r -> {
@@ -32,6 +36,14 @@ final class HealthServer implements AutoCloseable {
             server.setExecutor(executor);
             server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
             server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
+            server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape()));
+            server.createContext("/status", ex -> {
+                var stored = metrics.lastOffsetStored();
+                send(ex, 200, "application/json", "{\"router\":\"" + routerName + "\",\"live\":" + live.getAsBoolean()
+                        + ",\"streaming\":" + ready.getAsBoolean() + ",\"published\":" + metrics.publishedTotal()
+                        + ",\"dead_letters\":" + metrics.deadLetteredTotal() + ",\"skipped\":" + metrics.skippedTotal()
+                        + ",\"offset_stored_at\":" + (stored == null ? "null" : "\"" + stored + "\"") + "}");
+            });
             server.start();
             return new HealthServer(server, executor);
         } catch (IOException e) {
@@ -45,9 +57,13 @@ final class HealthServer implements AutoCloseable {
     }
 
     private static void answer(HttpExchange ex, boolean ok, String what) throws IOException {
-        byte[] body = ("{\"status\":\"" + (ok ? "UP" : "DOWN") + "\",\"check\":\"" + what + "\"}").getBytes(StandardCharsets.UTF_8);
-        ex.getResponseHeaders().add("Content-Type", "application/json");
-        ex.sendResponseHeaders(ok ? 200 : 503, body.length);
+        send(ex, ok ? 200 : 503, "application/json", "{\"status\":\"" + (ok ? "UP" : "DOWN") + "\",\"check\":\"" + what + "\"}");
+    }
+
+    private static void send(HttpExchange ex, int status, String type, String text) throws IOException {
+        byte[] body = text.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().add("Content-Type", type);
+        ex.sendResponseHeaders(status, body.length);
         try (var out = ex.getResponseBody()) {
             out.write(body);
         }

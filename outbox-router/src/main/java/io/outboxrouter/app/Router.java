@@ -3,6 +3,7 @@ package io.outboxrouter.app;
 import io.outboxrouter.cdc.CdcEngine;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.KafkaPublisher;
+import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
@@ -22,15 +23,14 @@ public final class Router implements AutoCloseable {
     private final KafkaPublisher publisher;
     private final CdcEngine engine;
     private final HealthServer http;
-    private final OutboxBatchHandler.Counters counters;
+    private final RouterMetrics metrics;
 
-    private Router(RouterConfig config, KafkaPublisher publisher, CdcEngine engine, HealthServer http,
-                   OutboxBatchHandler.Counters counters) {
+    private Router(RouterConfig config, KafkaPublisher publisher, CdcEngine engine, HealthServer http, RouterMetrics metrics) {
         this.config = config;
         this.publisher = publisher;
         this.engine = engine;
         this.http = http;
-        this.counters = counters;
+        this.metrics = metrics;
     }
 
     /** Starts streaming. Fails fast, with the fix in the message, when the source is not set up. */
@@ -38,19 +38,20 @@ public final class Router implements AutoCloseable {
         var publisher = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200));
         CdcEngine engine = null;
         try {
-            var counters = new OutboxBatchHandler.Counters();
+            var metrics = new RouterMetrics(config.name());
             var routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
             var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-            var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, publisher, counters);
+            var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, publisher, metrics);
             engine = CdcEngine.start(config, handler);
             var started = engine;
+            metrics.streaming(started::isStreaming);
             HealthServer http = config.http().enabled()
-                    ? HealthServer.start(config.http(), config.name(), () -> !started.completion().isDone(), started::isStreaming)
+                    ? HealthServer.start(config.http(), config.name(), () -> !started.completion().isDone(), started::isStreaming, metrics)
                     : null;
             LOG.info("Router {} started: {} -> {} (slot {}, topic {}){}", config.name(), config.source().tables(),
                     config.kafka().bootstrapServers(), config.source().postgres().slot(), config.routing().topic(),
                     http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
-            return new Router(config, publisher, engine, http, counters);
+            return new Router(config, publisher, engine, http, metrics);
         } catch (RuntimeException e) {
             if (engine != null) {
                 engine.close();
@@ -77,8 +78,8 @@ public final class Router implements AutoCloseable {
         return engine.completion();
     }
 
-    public OutboxBatchHandler.Counters counters() {
-        return counters;
+    public RouterMetrics metrics() {
+        return metrics;
     }
 
     /** Ordered shutdown: engine (stores the last durable offset) -> producer -> HTTP. */
@@ -97,6 +98,6 @@ public final class Router implements AutoCloseable {
             }
         }
         LOG.info("Router {} stopped after publishing {} events ({} dead letters, {} skipped)", config.name(),
-                counters.published.get(), counters.deadLettered.get(), counters.skipped.get());
+                metrics.publishedTotal(), metrics.deadLetteredTotal(), metrics.skippedTotal());
     }
 }

@@ -7,7 +7,7 @@ import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.retry.Retry;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
+import io.outboxrouter.metrics.RouterMetrics;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,14 +18,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class OutboxBatchHandler implements ChangeHandler {
     private static final Logger LOG = LoggerFactory.getLogger(OutboxBatchHandler.class);
-
-    /** Counters for status and metrics; written by the engine thread only. */
-    public static final class Counters {
-        public final AtomicLong published = new AtomicLong();
-        public final AtomicLong deadLettered = new AtomicLong();
-        public final AtomicLong skipped = new AtomicLong();
-        public final AtomicLong batches = new AtomicLong();
-    }
 
     /** A row the {@code fail} policy stops on. */
     public static final class UnroutableEventException extends RuntimeException {
@@ -38,36 +30,39 @@ public final class OutboxBatchHandler implements ChangeHandler {
     private final DeadLetterPolicy policy;
     private final DeadLetters deadLetters;
     private final KafkaPublisher publisher;
-    private final Counters counters;
+    private final RouterMetrics metrics;
 
     public OutboxBatchHandler(OutboxRouting routing, DeadLetterPolicy policy, DeadLetters deadLetters,
-                              KafkaPublisher publisher, Counters counters) {
+                              KafkaPublisher publisher, RouterMetrics metrics) {
         this.routing = routing;
         this.policy = policy;
         this.deadLetters = deadLetters;
         this.publisher = publisher;
-        this.counters = counters;
+        this.metrics = metrics;
     }
 
     @Override
     public void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var records = new ArrayList<ProducerRecord<byte[], byte[]>>(batch.size());
         var sources = new ArrayList<ChangeEvent>(batch.size());
-        int events = 0;
-        int dead = 0;
+        var kinds = new ArrayList<String>(batch.size());
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
                 records.add(p.record());
                 sources.add(change);
-                events++;
+                kinds.add(null);
             } else if (result instanceof RoutingResult.Reject reject && reject(reject) != null) {
                 records.add(deadLetters.record(reject));
                 sources.add(null);
-                dead++;
+                kinds.add(reject.kind());
             }
         }
+        long start = System.nanoTime();
         var refused = publisher.publish(records);
+        var ackTime = java.time.Instant.now();
+        var refusedIndexes = new java.util.HashSet<Integer>();
+        refused.forEach(r -> refusedIndexes.add(r.index()));
         if (!refused.isEmpty()) {
             // Everything else was acknowledged; the dead letters go to another topic, so no aggregate's order changes.
             var letters = new ArrayList<ProducerRecord<byte[], byte[]>>();
@@ -79,21 +74,33 @@ public final class OutboxBatchHandler implements ChangeHandler {
                 }
                 var record = records.get(r.index());
                 int size = record.value() == null ? 0 : record.value().length;
-                var reject = new RoutingResult.Reject("Kafka refused the record: " + r.error().getMessage()
+                var reject = new RoutingResult.Reject("too_large", "Kafka refused the record: " + r.error().getMessage()
                         + " (payload " + size + " bytes; see the producer's max.request.size and the topic's max.message.bytes)", change);
-                events--;
                 if (reject(reject) != null) {
                     letters.add(deadLetters.withoutPayload(reject, size));
-                    dead++;
+                    metrics.deadLettered(reject.kind());
                 }
             }
             if (!publisher.publish(letters).isEmpty()) {
                 throw new UnroutableEventException("dead letters without payload were refused by Kafka too; check the dead-letter topic");
             }
         }
-        counters.published.addAndGet(events);
-        counters.deadLettered.addAndGet(dead);
-        counters.batches.incrementAndGet();
+        for (int i = 0; i < records.size(); i++) {
+            if (refusedIndexes.contains(i)) {
+                continue;
+            }
+            if (sources.get(i) != null) {
+                metrics.published(records.get(i).topic(), sources.get(i).commitTime(), ackTime);
+            } else {
+                metrics.deadLettered(kinds.get(i));
+            }
+        }
+        metrics.batch(records.size(), java.time.Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    @Override
+    public void positionStored() {
+        metrics.offsetStored();
     }
 
     /** Applies the policy to a rejected row: returns it when it is to be dead-lettered, null when skipped; throws on fail. */
@@ -106,7 +113,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
             case SKIP -> {
                 LOG.warn("Skipping row at {} of {} (routing.dead-letters.policy=skip): {}", change.position(), change.table(), reject.reason());
-                counters.skipped.incrementAndGet();
+                metrics.skipped(reject.kind());
                 return null;
             }
             default -> throw new UnroutableEventException("row at " + change.position() + " of " + change.table()

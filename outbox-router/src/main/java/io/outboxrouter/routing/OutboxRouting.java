@@ -49,32 +49,32 @@ public final class OutboxRouting {
         var row = change.row();
         for (String column : List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload())) {
             if (!row.containsKey(column)) {
-                return reject(change, "column " + column + " is missing from table " + change.table()
+                return reject(change, "missing_column", "column " + column + " is missing from table " + change.table()
                         + " (set its name under outbox.columns)");
             }
         }
         for (String column : headerColumns.keySet()) {
             if (!row.containsKey(column)) {
-                return reject(change, "column " + column + " named in outbox.headers is missing from table " + change.table());
+                return reject(change, "missing_column", "column " + column + " named in outbox.headers is missing from table " + change.table());
             }
         }
         String id = text(row.get(columns.id()));
         if (id == null) {
-            return reject(change, "event id (column " + columns.id() + ") is null");
+            return reject(change, "null_event_id", "event id (column " + columns.id() + ") is null");
         }
         String aggregateId = text(row.get(columns.aggregateId()));
         if (aggregateId == null) {
-            return reject(change, "aggregate id (column " + columns.aggregateId() + ") is null");
+            return reject(change, "null_aggregate_id", "aggregate id (column " + columns.aggregateId() + ") is null");
         }
         String aggregateType = text(row.get(columns.aggregateType()));
         String type = text(row.get(columns.type()));
 
         Optional<String> rendered = topic.render(name -> value(name, row));
         if (rendered.isEmpty()) {
-            return reject(change, "topic template " + topic + " needs a value that is null in this row");
+            return reject(change, "illegal_topic", "topic template " + topic + " needs a value that is null in this row");
         }
         if (!TopicTemplate.isLegalTopic(rendered.get())) {
-            return reject(change, "topic template " + topic + " renders \"" + rendered.get() + "\", which is not a legal Kafka topic name");
+            return reject(change, "illegal_topic", "topic template " + topic + " renders \"" + rendered.get() + "\", which is not a legal Kafka topic name");
         }
 
         var headers = new ArrayList<Header>();
@@ -107,8 +107,8 @@ public final class OutboxRouting {
         return text(row.get(column));
     }
 
-    private static RoutingResult reject(ChangeEvent change, String reason) {
-        return new RoutingResult.Reject(reason, change);
+    private static RoutingResult reject(ChangeEvent change, String kind, String reason) {
+        return new RoutingResult.Reject(kind, reason, change);
     }
 
     private static void header(List<Header> headers, String name, String value) {

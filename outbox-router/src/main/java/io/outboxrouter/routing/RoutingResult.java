@@ -14,7 +14,11 @@ public sealed interface RoutingResult {
     record Ignore(String why) implements RoutingResult {
     }
 
-    /** An outbox INSERT that cannot become an event; handled by the dead-letter policy. */
-    record Reject(String reason, ChangeEvent change) implements RoutingResult {
+    /**
+     * An outbox INSERT that cannot become an event; handled by the dead-letter policy.
+     *
+     * @param kind a short, fixed category for metrics: null_event_id, null_aggregate_id, missing_column, illegal_topic, too_large
+     */
+    record Reject(String kind, String reason, ChangeEvent change) implements RoutingResult {
     }
 }

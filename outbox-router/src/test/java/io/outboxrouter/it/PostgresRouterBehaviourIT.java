@@ -67,8 +67,8 @@ class PostgresRouterBehaviourIT {
             var illegal = dead.stream().filter(r -> r.id().equals(badTopic.id())).findFirst().orElseThrow();
             assertThat(illegal.header("dead-letter.reason")).contains("\"" + topics + ".Order Line\", which is not a legal Kafka topic name");
             assertThat(illegal.key()).isEqualTo("o-9");
-            assertThat(router.counters().deadLettered.get()).isEqualTo(2);
-            assertThat(router.counters().published.get()).isEqualTo(2);
+            assertThat(router.metrics().deadLetteredTotal()).isEqualTo(2);
+            assertThat(router.metrics().publishedTotal()).isEqualTo(2);
         }
     }
 
@@ -94,8 +94,44 @@ class PostgresRouterBehaviourIT {
                 assertThat(r.header("dead-letter.reason")).startsWith("Kafka refused the record: ").contains("max.request.size");
                 assertThat(r.header("dead-letter.payload-bytes")).isEqualTo(Integer.toString(large.payload().length()));
             });
-            assertThat(router.counters().published.get()).isEqualTo(2);
-            assertThat(router.counters().deadLettered.get()).isEqualTo(1);
+            assertThat(router.metrics().publishedTotal()).isEqualTo(2);
+            assertThat(router.metrics().deadLetteredTotal()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void metricsAndStatusMoveAsEventsFlow() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("metrics"));
+        db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");
+        String topics = unique("metrics");
+        int port = OutboxContract.freePort();
+        var config = RouterConfigLoader.parse(yaml(db, unique("metrics-router").replace('_', '-'), topics, "", port), Map.of());
+        var http = java.net.http.HttpClient.newHttpClient();
+        java.util.function.Function<String, String> get = path -> {
+            try {
+                return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            assertThat(get.apply("/metrics")).contains("outbox_router_streaming{router=").doesNotContain("outbox_router_events_published_total");
+            var events = List.of(TestEvent.of("Order", "o-1", 1), TestEvent.of("Order", "o-1", 2),
+                    new TestEvent(UUID.randomUUID(), "Order", null, "Broken", 3, "{}"));
+            db.insertMultiRow(c, events);
+            c.commit();
+            kafka.awaitIds(events.stream().map(TestEvent::id).collect(java.util.stream.Collectors.toSet()), Duration.ofSeconds(60));
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> router.metrics().lastOffsetStored() != null);
+            String metrics = get.apply("/metrics");
+            assertThat(metrics).containsPattern("outbox_router_events_published_total\\{router=\"[^\"]+\",topic=\"" + topics + ".Order\"} 2.0")
+                    .containsPattern("outbox_router_dead_letters_total\\{reason=\"null_aggregate_id\",router=\"[^\"]+\"} 1.0")
+                    .containsPattern("outbox_router_commit_to_ack_seconds_count\\{router=\"[^\"]+\"} 2")
+                    .containsPattern("outbox_router_streaming\\{router=\"[^\"]+\"} 1.0")
+                    .contains("outbox_router_offset_age_seconds", "outbox_router_source_lag_seconds", "outbox_router_batch_size_count");
+            assertThat(get.apply("/status")).contains("\"streaming\":true", "\"published\":2", "\"dead_letters\":1", "\"offset_stored_at\":\"");
         }
     }
 

@@ -1,0 +1,107 @@
+package io.outboxrouter.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The router's metrics, in one Prometheus registry: events per topic, dead letters per reason, skipped rows, batch
+ * sizes, publish time, commit-to-ack latency, source lag, age of the last stored offset, streaming. Written by the
+ * engine's thread; read by the HTTP thread.
+ */
+public final class RouterMetrics {
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final DistributionSummary batchSize;
+    private final Timer publishTime;
+    private final Timer commitToAck;
+    private final AtomicReference<Instant> lastCommitTime = new AtomicReference<>();
+    private final AtomicReference<Instant> lastOffsetStored = new AtomicReference<>();
+
+    public RouterMetrics(String routerName) {
+        registry.config().commonTags("router", routerName);
+        batchSize = DistributionSummary.builder("outbox.router.batch.size").description("outbox events per engine batch")
+                .publishPercentileHistogram().register(registry);
+        publishTime = Timer.builder("outbox.router.publish").description("time from sending a batch to Kafka to its last ack")
+                .publishPercentileHistogram().register(registry);
+        commitToAck = Timer.builder("outbox.router.commit.to.ack")
+                .description("time from the source transaction's COMMIT to Kafka's ack of its event")
+                .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(5))
+                .register(registry);
+        Gauge.builder("outbox.router.source.lag.seconds", this, m -> ageSeconds(m.lastCommitTime.get()))
+                .description("age of the last published event's source COMMIT (NaN before the first)").register(registry);
+        Gauge.builder("outbox.router.offset.age.seconds", this, m -> ageSeconds(m.lastOffsetStored.get()))
+                .description("time since the router last stored its source position (NaN before the first)").register(registry);
+    }
+
+    /** Registers the streaming state, once the engine exists. */
+    public void streaming(BooleanSupplier streaming) {
+        Gauge.builder("outbox.router.streaming", streaming, s -> s.getAsBoolean() ? 1 : 0)
+                .description("1 while connected to the source's replication stream").register(registry);
+    }
+
+    public void published(String topic, Instant commitTime, Instant ackTime) {
+        Counter.builder("outbox.router.events.published").tag("topic", topic).register(registry).increment();
+        if (commitTime != null) {
+            commitToAck.record(Duration.between(commitTime, ackTime).isNegative() ? Duration.ZERO : Duration.between(commitTime, ackTime));
+            lastCommitTime.accumulateAndGet(commitTime, (a, b) -> a == null || b.isAfter(a) ? b : a);
+        }
+    }
+
+    public void deadLettered(String kind) {
+        Counter.builder("outbox.router.dead.letters").tag("reason", kind).register(registry).increment();
+    }
+
+    public void skipped(String kind) {
+        Counter.builder("outbox.router.skipped").tag("reason", kind).register(registry).increment();
+    }
+
+    public void batch(int events, Duration publish) {
+        batchSize.record(events);
+        publishTime.record(publish);
+    }
+
+    public void offsetStored() {
+        lastOffsetStored.set(Instant.now());
+    }
+
+    public void retry(String what) {
+        Counter.builder("outbox.router.retries").tag("operation", what).register(registry).increment();
+    }
+
+    public long publishedTotal() {
+        return (long) registry.find("outbox.router.events.published").counters().stream().mapToDouble(Counter::count).sum();
+    }
+
+    public long deadLetteredTotal() {
+        return (long) registry.find("outbox.router.dead.letters").counters().stream().mapToDouble(Counter::count).sum();
+    }
+
+    public long skippedTotal() {
+        return (long) registry.find("outbox.router.skipped").counters().stream().mapToDouble(Counter::count).sum();
+    }
+
+    public Instant lastOffsetStored() {
+        return lastOffsetStored.get();
+    }
+
+    /** The Prometheus text exposition. */
+    public String scrape() {
+        return registry.scrape();
+    }
+
+    public MeterRegistry registry() {
+        return registry;
+    }
+
+    private static double ageSeconds(Instant t) {
+        return t == null ? Double.NaN : Duration.between(t, Instant.now()).toMillis() / 1000.0;
+    }
+}
