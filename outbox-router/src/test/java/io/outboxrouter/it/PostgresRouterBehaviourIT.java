@@ -9,6 +9,7 @@ import io.outboxrouter.testing.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -132,6 +133,51 @@ class PostgresRouterBehaviourIT {
                     .containsPattern("outbox_router_streaming\\{router=\"[^\"]+\"} 1.0")
                     .contains("outbox_router_offset_age_seconds", "outbox_router_source_lag_seconds", "outbox_router_batch_size_count");
             assertThat(get.apply("/status")).contains("\"streaming\":true", "\"published\":2", "\"dead_letters\":1", "\"offset_stored_at\":\"");
+        }
+    }
+
+    @Test
+    void replayPublishesAgainTheRowsStillInTheTableByFilterMarkedReplayed() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("replay"));
+        String topics = unique("replay");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, unique("replay-router").replace('_', '-'), topics, "", 0));
+        var events = new ArrayList<TestEvent>();
+        try (var c = db.connect()) {
+            for (int i = 1; i <= 6; i++) {
+                var e = TestEvent.of("Order", "o-" + (i % 2), i);
+                db.insert(c, e);
+                c.commit(); // one transaction each, so created_at orders them
+                events.add(e);
+            }
+        }
+        var out = new java.io.ByteArrayOutputStream();
+        var old = System.out;
+        System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+        int dry;
+        try {
+            dry = new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute("replay", "--config", file.toString(),
+                    "--aggregate-id", "o-0", "--dry-run");
+        } finally {
+            System.setOut(old);
+        }
+        assertThat(dry).isZero();
+        assertThat(out.toString()).contains("3 row(s) would be published again", "Nothing was published (--dry-run).");
+
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            assertThat(kafka.settle(Duration.ofMillis(500))).as("dry run published nothing").isEmpty();
+            int exit = new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute("replay", "--config", file.toString(),
+                    "--aggregate-id", "o-0");
+            assertThat(exit).isZero();
+            var expected = events.stream().filter(e -> e.aggregateId().equals("o-0")).map(TestEvent::id).toList();
+            kafka.awaitIds(Set.copyOf(expected), Duration.ofSeconds(30));
+            var received = kafka.settle(Duration.ofMillis(500));
+            assertThat(received).extracting(KafkaEvents.Received::id).containsExactlyElementsOf(expected);
+            assertThat(received).allSatisfy(r -> {
+                assertThat(r.header("replayed")).isEqualTo("true");
+                assertThat(r.key()).isEqualTo("o-0");
+                assertThat(r.topic()).isEqualTo(topics + ".Order");
+            });
+            assertThat(received.get(0).valueText()).isEqualTo(events.get(1).payload());
         }
     }
 
