@@ -17,8 +17,21 @@ final class RunCommand implements Callable<Integer> {
     @Mixin
     ConfigOption config;
 
+    @picocli.CommandLine.Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "${env:OUTBOX_ROUTER_LOG_FORMAT:-text}",
+            description = "text (default) or json: one JSON object per log line, on stderr.")
+    String logFormat;
+
     @Override
     public Integer call() throws InterruptedException {
+        switch (logFormat.toLowerCase()) {
+            // Read by logback.xml when logging starts, which is below: nothing has logged yet.
+            case "json" -> System.setProperty("outbox.log.appender", "JSON");
+            case "text" -> System.setProperty("outbox.log.appender", "TEXT");
+            default -> {
+                System.err.println("outbox-router: --log-format must be text or json (was \"" + logFormat + "\")");
+                return Main.EXIT_USAGE;
+            }
+        }
         var c = config.loadOrReport();
         if (c == null) {
             return Main.EXIT_USAGE;

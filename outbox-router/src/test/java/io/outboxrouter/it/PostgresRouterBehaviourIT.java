@@ -237,6 +237,31 @@ class PostgresRouterBehaviourIT {
                 .doesNotContain(PostgresServer.PASSWORD + "\"");
     }
 
+    @Test
+    void jsonLogsAreOneJsonObjectPerLine() throws Exception {
+        var server = TestServers.postgres();
+        String database = server.createDatabase(unique("jsonlog"));
+        var config = Files.writeString(dir.resolve("router.yml"), """
+                name: %s
+                source: { url: "%s", user: %s, password: %s }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(unique("jsonlog-router").replace('_', '-'), server.jdbcUrl(database), PostgresServer.USER,
+                PostgresServer.PASSWORD, OutboxContract.kafka()));
+        var log = dir.resolve("router.log");
+        try (var router = RouterProcess.start(config, 0, log, Map.of("OUTBOX_ROUTER_LOG_FORMAT", "json"))) {
+            assertThat(router.awaitExit(Duration.ofSeconds(60))).isEqualTo(1);
+        }
+        var lines = Files.readAllLines(log);
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        assertThat(lines).isNotEmpty().allSatisfy(line -> {
+            if (!line.startsWith("outbox-router: ")) {
+                assertThat(mapper.readTree(line).get("level").asText()).isNotBlank();
+            }
+        });
+        assertThat(lines.get(lines.size() - 1)).startsWith("outbox-router: the source database is not set up");
+    }
+
     /** WAL protection: with only other tables written, the heartbeat still moves the slot's confirmed position. */
     @Test
     void theHeartbeatMovesTheSlotWhileOnlyOtherTablesAreWritten() throws Exception {
