@@ -24,8 +24,11 @@ public final class Router implements AutoCloseable {
     private final CdcEngine engine;
     private final HealthServer http;
     private final RouterMetrics metrics;
+    private final SlotMonitor slotMonitor;
 
-    private Router(RouterConfig config, KafkaPublisher publisher, CdcEngine engine, HealthServer http, RouterMetrics metrics) {
+    private Router(RouterConfig config, KafkaPublisher publisher, CdcEngine engine, HealthServer http, RouterMetrics metrics,
+                   SlotMonitor slotMonitor) {
+        this.slotMonitor = slotMonitor;
         this.config = config;
         this.publisher = publisher;
         this.engine = engine;
@@ -45,13 +48,17 @@ public final class Router implements AutoCloseable {
             engine = CdcEngine.start(config, handler);
             var started = engine;
             metrics.streaming(started::isStreaming);
+            SlotMonitor slotMonitor = config.source().kind().isBinlog() ? null : new SlotMonitor(config.source(), config.name());
+            if (slotMonitor != null) {
+                metrics.retainedWal(slotMonitor::retainedBytes);
+            }
             HealthServer http = config.http().enabled()
                     ? HealthServer.start(config.http(), config.name(), () -> !started.completion().isDone(), started::isStreaming, metrics)
                     : null;
             LOG.info("Router {} started: {} -> {} (slot {}, topic {}){}", config.name(), config.source().tables(),
                     config.kafka().bootstrapServers(), config.source().postgres().slot(), config.routing().topic(),
                     http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
-            return new Router(config, publisher, engine, http, metrics);
+            return new Router(config, publisher, engine, http, metrics, slotMonitor);
         } catch (RuntimeException e) {
             if (engine != null) {
                 engine.close();
@@ -82,7 +89,7 @@ public final class Router implements AutoCloseable {
         return metrics;
     }
 
-    /** Ordered shutdown: engine (stores the last durable offset) -> producer -> HTTP. */
+    /** Ordered shutdown: engine (stores the last durable offset) -> producer -> HTTP -> slot monitor. */
     @Override
     public void close() {
         LOG.info("Stopping router {}", config.name());
@@ -94,6 +101,9 @@ public final class Router implements AutoCloseable {
             } finally {
                 if (http != null) {
                     http.close();
+                }
+                if (slotMonitor != null) {
+                    slotMonitor.close();
                 }
             }
         }

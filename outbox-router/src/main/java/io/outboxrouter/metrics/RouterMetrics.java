@@ -36,15 +36,25 @@ public final class RouterMetrics {
                 .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(5))
                 .register(registry);
         Gauge.builder("outbox.router.source.lag.seconds", this, m -> ageSeconds(m.lastCommitTime.get()))
-                .description("age of the last published event's source COMMIT (NaN before the first)").register(registry);
+                .description("age of the last published event's source COMMIT (NaN before the first)").strongReference(true).register(registry);
         Gauge.builder("outbox.router.offset.age.seconds", this, m -> ageSeconds(m.lastOffsetStored.get()))
-                .description("time since the router last stored its source position (NaN before the first)").register(registry);
+                .description("time since the router last stored its source position (NaN before the first)").strongReference(true)
+                .register(registry);
+    }
+
+    /** Registers the WAL a Postgres slot retains, as last measured (negative until the first measurement). */
+    public void retainedWal(java.util.function.LongSupplier bytes) {
+        Gauge.builder("outbox.router.slot.retained.wal.bytes", bytes, b -> b.getAsLong() < 0 ? Double.NaN : b.getAsLong())
+                .description("WAL the replication slot keeps on the server (Postgres), measured every 15 s")
+                .strongReference(true).register(registry);
     }
 
     /** Registers the streaming state, once the engine exists. */
     public void streaming(BooleanSupplier streaming) {
         Gauge.builder("outbox.router.streaming", streaming, s -> s.getAsBoolean() ? 1 : 0)
-                .description("1 while connected to the source's replication stream").register(registry);
+                .description("1 while connected to the source's replication stream")
+                // Micrometer holds gauge state weakly; a method reference would be collected and read NaN.
+                .strongReference(true).register(registry);
     }
 
     public void published(String topic, Instant commitTime, Instant ackTime) {

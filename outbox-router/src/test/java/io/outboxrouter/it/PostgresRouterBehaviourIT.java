@@ -132,6 +132,8 @@ class PostgresRouterBehaviourIT {
                     .containsPattern("outbox_router_commit_to_ack_seconds_count\\{router=\"[^\"]+\"} 2")
                     .containsPattern("outbox_router_streaming\\{router=\"[^\"]+\"} 1.0")
                     .contains("outbox_router_offset_age_seconds", "outbox_router_source_lag_seconds", "outbox_router_batch_size_count");
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() ->
+                    get.apply("/metrics").matches("(?s).*outbox_router_slot_retained_wal_bytes\\{router=\"[^\"]+\"} [0-9][0-9.E]*\n.*"));
             assertThat(get.apply("/status")).contains("\"streaming\":true", "\"published\":2", "\"dead_letters\":1", "\"offset_stored_at\":\"");
         }
     }
