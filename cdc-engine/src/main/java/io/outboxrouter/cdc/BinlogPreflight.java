@@ -58,11 +58,7 @@ final class BinlogPreflight {
                     "GRANT " + String.join(", ", lacking) + " ON *.* TO '" + conn.user() + "'"));
             return checks;
         } catch (SQLException e) {
-            String state = e.getSQLState() == null ? "" : e.getSQLState();
-            String hint = state.startsWith("28") ? "check source.user and source.password"
-                    : state.startsWith("08") ? "check that the database at " + conn.url() + " is running and reachable"
-                    : "check the source settings";
-            checks.add(Check.fail("source connection", "cannot use the source database " + conn.url() + ": " + e.getMessage(), hint));
+            checks.add(Check.connectionFailed(conn.url(), e));
             return checks;
         }
     }

@@ -21,9 +21,7 @@ final class ConnectorProperties {
 
         // Offsets: our JDBC store, written after every batch the handler made durable, at transaction boundaries.
         p.setProperty("offset.storage", JdbcOffsetBackingStore.class.getName());
-        var offsets = config.offsetsConnection();
-        new OffsetTableSettings(config.name(), offsets.url(), offsets.user(), offsets.password(), config.offsets().table(),
-                OffsetTableSettings.DEFAULT_RETRY).toProperties(OffsetTableSettings.OFFSETS_PREFIX).forEach(p::setProperty);
+        OffsetTableSettings.offsets(config).toProperties(OffsetTableSettings.OFFSETS_PREFIX).forEach(p::setProperty);
         p.setProperty("offset.flush.interval.ms", "0");
         p.setProperty("offset.flush.timeout.ms", "60000");
         p.setProperty("provide.transaction.metadata", "true");
@@ -84,9 +82,7 @@ final class ConnectorProperties {
         p.setProperty("schema.history.internal", JdbcSchemaHistory.class.getName());
         p.setProperty("schema.history.internal.store.only.captured.tables.ddl", "true");
         p.setProperty("schema.history.internal.store.only.captured.databases.ddl", "true");
-        var offsets = config.offsetsConnection();
-        new OffsetTableSettings(config.name(), offsets.url(), offsets.user(), offsets.password(), config.offsets().schemaHistoryTable(),
-                OffsetTableSettings.DEFAULT_RETRY).toProperties(OffsetTableSettings.SCHEMA_HISTORY_PREFIX).forEach(p::setProperty);
+        OffsetTableSettings.schemaHistory(config).toProperties(OffsetTableSettings.SCHEMA_HISTORY_PREFIX).forEach(p::setProperty);
         p.setProperty("include.schema.changes", "false");
         // The schema snapshot's global read lock would block our own writes of the schema history to this same
         // server (a deadlock until timeout). Without it, only DDL on the outbox tables during the first start's

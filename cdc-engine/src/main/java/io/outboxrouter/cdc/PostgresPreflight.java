@@ -67,12 +67,7 @@ final class PostgresPreflight {
             }
             checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
         } catch (SQLException e) {
-            String state = e.getSQLState() == null ? "" : e.getSQLState();
-            String hint = state.startsWith("28") ? "check source.user and source.password"
-                    : state.startsWith("08") ? "check that the database at " + conn.url() + " is running and reachable"
-                    : state.startsWith("3D") ? "check the database name in source.url"
-                    : "check the source settings";
-            checks.add(Check.fail("source connection", "cannot use the source database " + conn.url() + ": " + e.getMessage(), hint));
+            checks.add(Check.connectionFailed(conn.url(), e));
         }
         return checks;
     }

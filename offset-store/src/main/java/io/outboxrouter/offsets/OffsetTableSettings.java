@@ -25,6 +25,17 @@ public record OffsetTableSettings(String routerName, String url, String user, Se
     /** The retry budget of offset writes: long enough to ride out a failover, short enough to surface an outage. */
     public static final Retry DEFAULT_RETRY = new Retry(Duration.ofMillis(100), Duration.ofSeconds(5), Duration.ofSeconds(30));
 
+    /** A router's offsets table: its own connection when configured, else the source database's. */
+    public static OffsetTableSettings offsets(io.outboxrouter.config.RouterConfig c) {
+        var conn = c.offsetsConnection();
+        return new OffsetTableSettings(c.name(), conn.url(), conn.user(), conn.password(), c.offsets().table(), DEFAULT_RETRY);
+    }
+
+    /** A binlog router's schema history table, beside its offsets. */
+    public static OffsetTableSettings schemaHistory(io.outboxrouter.config.RouterConfig c) {
+        return offsets(c).withTable(c.offsets().schemaHistoryTable());
+    }
+
     /** The same connection with another table (the schema history beside the offsets). */
     public OffsetTableSettings withTable(String otherTable) {
         return new OffsetTableSettings(routerName, url, user, password, otherTable, retry);

@@ -23,9 +23,7 @@ final class OffsetsCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     static OffsetTable open(RouterConfig c) {
-        var conn = c.offsetsConnection();
-        return OffsetTable.open(new OffsetTableSettings(c.name(), conn.url(), conn.user(), conn.password(), c.offsets().table(),
-                OffsetTableSettings.DEFAULT_RETRY));
+        return OffsetTable.open(OffsetTableSettings.offsets(c));
     }
 
     /** The key the engine stores the position under: {@code ["<name>",{"server":"<name>"}]}. */
