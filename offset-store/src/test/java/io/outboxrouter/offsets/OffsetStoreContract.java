@@ -64,6 +64,27 @@ abstract class OffsetStoreContract {
     }
 
     @Test
+    void oneProcessPerRouterNameHoldsTheLockUntilItsSessionEnds() throws Exception {
+        var orders = settings("orders", "offsets", Duration.ofSeconds(5));
+        try (var first = RouterLock.tryAcquire(orders).orElseThrow()) {
+            assertThat(first.isHeld()).isTrue();
+            assertThat(RouterLock.tryAcquire(orders)).as("a second router named orders").isEmpty();
+            try (var other = RouterLock.tryAcquire(settings("billing", "offsets", Duration.ofSeconds(5))).orElseThrow()) {
+                assertThat(other.isHeld()).as("another router name is independent").isTrue();
+            }
+        }
+        try (var again = RouterLock.tryAcquire(orders).orElseThrow()) {
+            assertThat(again.isHeld()).as("free once the holder's session ended").isTrue();
+        }
+        String longName = "r".repeat(150);
+        try (var a = RouterLock.tryAcquire(settings(longName, "offsets", Duration.ofSeconds(5))).orElseThrow()) {
+            assertThat(RouterLock.tryAcquire(settings(longName, "offsets", Duration.ofSeconds(5)))).isEmpty();
+            assertThat(RouterLock.tryAcquire(settings(longName + "x", "offsets", Duration.ofSeconds(5)))).isPresent().get()
+                    .satisfies(RouterLock::close);
+        }
+    }
+
+    @Test
     void twoRouterNamesInOneTableKeepIndependentOffsets() {
         try (var a = OffsetTable.open(settings("orders", "shared_offsets", Duration.ofSeconds(5)));
              var b = OffsetTable.open(settings("billing", "shared_offsets", Duration.ofSeconds(5)))) {

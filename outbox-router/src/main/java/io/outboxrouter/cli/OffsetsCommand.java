@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.offsets.RouterLock;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.LinkedHashMap;
@@ -17,13 +18,29 @@ import picocli.CommandLine.Option;
 
 /** {@code offsets show|set|reset}: the stored source position of one router. */
 @Command(name = "offsets", mixinStandardHelpOptions = true,
-        description = "Shows, sets or resets the router's stored source position (stop the router first).",
+        description = "Shows, sets or resets the router's stored source position (set and reset refuse while the router runs).",
         subcommands = {OffsetsCommand.Show.class, OffsetsCommand.Set.class, OffsetsCommand.Reset.class})
 final class OffsetsCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     static OffsetTable open(RouterConfig c) {
         return OffsetTable.open(OffsetTableSettings.offsets(c));
+    }
+
+    /**
+     * Takes the router's lock for the duration of a change, so that the change cannot race a running router.
+     *
+     * @return null, with the reason on stderr, when a router with that name is running
+     */
+    static RouterLock lockOrReport(RouterConfig c) throws SQLException {
+        var settings = OffsetTableSettings.offsets(c);
+        var lock = RouterLock.tryAcquire(settings);
+        if (lock.isEmpty()) {
+            System.err.println("outbox-router: " + RouterLock.describe(settings) + " is running (or standing by); "
+                    + "stop it first, then change its offsets");
+            return null;
+        }
+        return lock.get();
     }
 
     /** The key the engine stores the position under: {@code ["<name>",{"server":"<name>"}]}. */
@@ -104,7 +121,11 @@ final class OffsetsCommand {
                 System.err.println("outbox-router: " + notRetained.get());
                 return Main.EXIT_FAILED;
             }
-            try (var table = open(c)) {
+            var lock = lockOrReport(c);
+            if (lock == null) {
+                return Main.EXIT_FAILED;
+            }
+            try (lock; var table = open(c)) {
                 table.createIfMissing();
                 String key = offsetKey(c);
                 var value = JSON.createObjectNode();
@@ -171,7 +192,7 @@ final class OffsetsCommand {
         boolean yes;
 
         @Override
-        public Integer call() {
+        public Integer call() throws SQLException {
             var c = config.loadOrReport();
             if (c == null) {
                 return Main.EXIT_USAGE;
@@ -181,7 +202,11 @@ final class OffsetsCommand {
                         + "run it again with --yes to confirm");
                 return Main.EXIT_USAGE;
             }
-            try (var table = open(c)) {
+            var lock = lockOrReport(c);
+            if (lock == null) {
+                return Main.EXIT_FAILED;
+            }
+            try (lock; var table = open(c)) {
                 table.createIfMissing();
                 int deleted = table.delete(c.name());
                 System.out.println("router " + c.name() + ": deleted " + deleted + " stored position(s)");

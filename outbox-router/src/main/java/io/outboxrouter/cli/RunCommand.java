@@ -50,7 +50,8 @@ final class RunCommand implements Callable<Integer> {
         }
         try {
             if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
-                System.err.println("outbox-router: not streaming yet after 60 s; still trying (see the log)");
+                System.err.println(router.isActive() ? "outbox-router: not streaming yet after 60 s; still trying (see the log)"
+                        : "outbox-router: standing by: another process runs router " + c.name() + "; this one takes over when it stops");
             }
             CompletableFuture.anyOf(stopRequested, router.completion()).join();
         } catch (CompletionException e) {

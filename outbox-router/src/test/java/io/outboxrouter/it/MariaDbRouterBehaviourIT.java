@@ -45,6 +45,7 @@ class MariaDbRouterBehaviourIT {
                     first.add(e);
                 }
                 kafka.awaitIds(first.stream().map(TestEvent::id).collect(Collectors.toSet()), Duration.ofSeconds(60));
+                assertThat(cli("offsets", "reset", "--config", file.toString(), "--yes")).as("refused while it runs").isEqualTo(1);
             }
             String fourth = kafka.all().stream().filter(r -> r.id().equals(first.get(3).id())).findFirst().orElseThrow()
                     .header("source.position");

@@ -40,6 +40,40 @@ class PostgresRouterBehaviourIT {
     }
 
     @Test
+    void aSecondRouterWithTheSameNameStandsByAndTakesOverWhenTheFirstStops() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("standby"));
+        String topics = unique("standby");
+        String name = unique("standby-router").replace('_', '-');
+        var file = Files.writeString(dir.resolve("standby.yml"), yaml(db, name, topics, "", 0));
+        var config = RouterConfigLoader.load(file, Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            var first = Router.start(config);
+            try (var second = Router.start(config)) {
+                assertThat(first.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                assertThat(second.isActive()).as("the second process stands by").isFalse();
+                assertThat(second.awaitStreaming(Duration.ofSeconds(2))).isFalse();
+                assertThat(new picocli.CommandLine(new io.outboxrouter.cli.Main())
+                        .execute("offsets", "reset", "--config", file.toString(), "--yes")).as("refused while it runs").isEqualTo(1);
+
+                var e1 = TestEvent.of("Order", "o-1", 1);
+                db.insert(c, e1);
+                c.commit();
+                kafka.awaitIds(Set.of(e1.id()), Duration.ofSeconds(60));
+
+                first.close();
+                var e2 = TestEvent.of("Order", "o-1", 2);
+                db.insert(c, e2); // committed while no process streams: the standby publishes it
+                c.commit();
+                assertThat(second.awaitStreaming(Duration.ofSeconds(60))).as("the standby took over").isTrue();
+                kafka.awaitIds(Set.of(e2.id()), Duration.ofSeconds(60));
+                assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).containsExactly(e1.id(), e2.id());
+            } finally {
+                first.close();
+            }
+        }
+    }
+
+    @Test
     void aRowThatCannotBeRoutedGoesToTheDeadLetterTopicAndTheStreamGoesOn() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("dlq"));
         db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");

@@ -1,0 +1,110 @@
+package io.outboxrouter.offsets;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.util.Optional;
+
+/**
+ * One router name, one active process: a session lock in the database that holds the offsets (Postgres advisory lock,
+ * MySQL/MariaDB {@code GET_LOCK}), held on a connection of its own for as long as the router runs. The database
+ * releases it when that session ends, including when the process is killed, so nothing has to expire. A second router
+ * with the same name waits for it (a standby), and {@code offsets set|reset} refuse while it is held.
+ */
+public final class RouterLock implements AutoCloseable {
+    private final Connection connection;
+    private final String description;
+
+    private RouterLock(Connection connection, String description) {
+        this.connection = connection;
+        this.description = description;
+    }
+
+    /**
+     * Takes the lock if it is free.
+     *
+     * @return empty when another session holds it
+     * @throws SQLException when the database cannot be reached or refuses the statement
+     */
+    public static Optional<RouterLock> tryAcquire(OffsetTableSettings settings) throws SQLException {
+        var c = DriverManager.getConnection(settings.url(), settings.user(), settings.password().reveal());
+        try {
+            SqlDialect dialect = SqlDialect.of(settings.url());
+            String sql = dialect == SqlDialect.POSTGRES ? "SELECT pg_try_advisory_lock(?)" : "SELECT GET_LOCK(?, 0)";
+            try (var ps = c.prepareStatement(sql)) {
+                if (dialect == SqlDialect.POSTGRES) {
+                    ps.setLong(1, postgresKey(settings.routerName()));
+                } else {
+                    ps.setString(1, mysqlName(settings.routerName()));
+                }
+                try (var rs = ps.executeQuery()) {
+                    rs.next();
+                    // Postgres answers a boolean; MySQL/MariaDB 1, 0, or NULL on an error.
+                    Object got = rs.getObject(1);
+                    if (Boolean.TRUE.equals(got) || got instanceof Number n && n.intValue() == 1) {
+                        return Optional.of(new RouterLock(c, describe(settings)));
+                    }
+                }
+            }
+        } catch (SQLException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        c.close();
+        return Optional.empty();
+    }
+
+    /** Where the lock lives, for messages: {@code router orders (lock in jdbc:postgresql://db:5432/shop)}. */
+    public static String describe(OffsetTableSettings settings) {
+        return "router " + settings.routerName() + " (lock in " + settings.url().replaceAll("\\?.*", "") + ")";
+    }
+
+    /** Whether the session that holds the lock is still alive; when it is not, the lock is gone too. */
+    public boolean isHeld() {
+        try {
+            return connection.isValid(2);
+        } catch (SQLException e) {
+            return false;
+        }
+    }
+
+    public String description() {
+        return description;
+    }
+
+    /** Ends the session, which releases the lock. */
+    @Override
+    public void close() {
+        try {
+            connection.close();
+        } catch (SQLException ignored) {
+            // The session is gone either way, and the lock with it.
+        }
+    }
+
+    /** A stable 64-bit key for the advisory lock, from the router name. */
+    static long postgresKey(String routerName) {
+        return ByteBuffer.wrap(sha256("outbox-router:" + routerName)).getLong();
+    }
+
+    /** MySQL lock names are at most 64 characters: long router names are shortened to a digest. */
+    static String mysqlName(String routerName) {
+        String name = "outbox-router:" + routerName;
+        if (name.length() <= 64) {
+            return name;
+        }
+        return "outbox-router:" + java.util.HexFormat.of().formatHex(sha256(name), 0, 24);
+    }
+
+    private static byte[] sha256(String s) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every JDK", e);
+        }
+    }
+}
