@@ -13,6 +13,9 @@ import org.slf4j.Logger;
  */
 public record Retry(Duration initialBackoff, Duration maxBackoff, Duration giveUpAfter) {
 
+    /** The log line of every retry, one WARN per failed attempt; the router counts these as its retries metric. */
+    public static final String RETRY_LOG = "{} failed (attempt {}), retrying in {} ms: {}";
+
     /** One attempt at the operation. */
     @FunctionalInterface
     public interface Attempt<T> {
@@ -53,7 +56,7 @@ public record Retry(Duration initialBackoff, Duration maxBackoff, Duration giveU
                     throw new GaveUpException(operation + ": giving up after " + attempts
                             + (attempts == 1 ? " attempt" : " attempts") + " over " + human(spent) + ": " + describe(e), e, true);
                 }
-                log.warn("{} failed (attempt {}), retrying in {} ms: {}", operation, attempts, backoff, describe(e));
+                log.warn(RETRY_LOG, operation, attempts, backoff, describe(e));
                 Thread.sleep(backoff);
                 backoff = Math.min(backoff * 2, maxBackoff.toMillis());
             }

@@ -12,8 +12,8 @@ import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
 
 /**
- * {@code /health/live}, {@code /health/ready} (ready = streaming from the source), {@code /metrics} (Prometheus) and
- * {@code /status} (JSON), on loopback by default.
+ * {@code /health/live}, {@code /health/ready} (ready = streaming from the source), {@code /metrics} (Prometheus),
+ * {@code /status} (JSON) and {@code /} (an HTML status page), on loopback by default.
  */
 final class HealthServer implements AutoCloseable {
     private final HttpServer server;
@@ -24,7 +24,7 @@ final class HealthServer implements AutoCloseable {
         this.executor = executor;
     }
 
-    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready,
+    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, java.util.function.Supplier<RouterStatus> status,
                               io.outboxrouter.metrics.RouterMetrics metrics) {
         try {
             var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
@@ -35,14 +35,15 @@ final class HealthServer implements AutoCloseable {
             });
             server.setExecutor(executor);
             server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
-            server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
+            server.createContext("/health/ready", ex -> answer(ex, status.get().streaming(), "ready"));
             server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape()));
-            server.createContext("/status", ex -> {
-                var stored = metrics.lastOffsetStored();
-                send(ex, 200, "application/json", "{\"router\":\"" + routerName + "\",\"live\":" + live.getAsBoolean()
-                        + ",\"streaming\":" + ready.getAsBoolean() + ",\"published\":" + metrics.publishedTotal()
-                        + ",\"dead_letters\":" + metrics.deadLetteredTotal() + ",\"skipped\":" + metrics.skippedTotal()
-                        + ",\"offset_stored_at\":" + (stored == null ? "null" : "\"" + stored + "\"") + "}");
+            server.createContext("/status", ex -> send(ex, 200, "application/json", status.get().toJson()));
+            server.createContext("/", ex -> {
+                if (!"/".equals(ex.getRequestURI().getPath())) {
+                    send(ex, 404, "text/plain; charset=utf-8", "not found; see / for the status page\n");
+                } else {
+                    send(ex, 200, "text/html; charset=utf-8", status.get().toHtml());
+                }
             });
             server.start();
             return new HealthServer(server, executor);

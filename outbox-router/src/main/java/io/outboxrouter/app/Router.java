@@ -7,6 +7,7 @@ import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
+import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import java.sql.SQLException;
@@ -39,8 +40,11 @@ public final class Router implements AutoCloseable {
     private volatile CdcEngine engine;
     private volatile RouterLock lock;
     private volatile boolean closed;
+    private final java.time.Instant startedAt = java.time.Instant.now();
     private HealthServer http;
     private SlotMonitor slotMonitor;
+    private ProblemLog problems;
+    private OffsetTable statusOffsets;
 
     private Router(RouterConfig config, KafkaPublisher publisher, OutboxBatchHandler handler, RouterMetrics metrics) {
         this.config = config;
@@ -89,8 +93,13 @@ public final class Router implements AutoCloseable {
             metrics.retainedWal(slotMonitor::retainedBytes);
         }
         metrics.streaming(this::isStreaming);
+        problems = ProblemLog.attach(metrics);
         if (config.http().enabled()) {
-            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isStreaming, metrics);
+            var s = OffsetTableSettings.offsets(config);
+            // The status page must answer quickly during an outage: a short retry budget, not the engine's 30 s.
+            statusOffsets = OffsetTable.open(new OffsetTableSettings(s.routerName(), s.url(), s.user(), s.password(), s.table(),
+                    new io.outboxrouter.retry.Retry(Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(2))));
+            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::status, metrics);
         }
     }
 
@@ -163,6 +172,26 @@ public final class Router implements AutoCloseable {
         }
     }
 
+    /** A snapshot for {@code /status} and the status page. */
+    RouterStatus status() {
+        String state = completion.isDone() ? "stopped" : !isActive() ? "standby" : isStreaming() ? "streaming" : "connecting";
+        java.util.Map<String, String> offsets = java.util.Map.of();
+        String offsetsError = null;
+        if (statusOffsets != null) {
+            try {
+                offsets = statusOffsets.read(config.name());
+            } catch (RuntimeException e) {
+                offsetsError = "cannot read " + config.offsets().table() + ": " + e.getMessage();
+            }
+        }
+        String source = config.source().kind().toString().toLowerCase() + " " + config.source().connection().url().replaceAll("\\?.*", "")
+                + " " + config.source().tables();
+        return new RouterStatus(config.name(), state, source, startedAt, metrics.publishedTotal(), metrics.deadLetteredTotal(),
+                metrics.skippedTotal(), metrics.retriesTotal(), metrics.lastOffsetStored(), offsets, offsetsError,
+                slotMonitor == null ? null : slotMonitor.state(), problems == null ? java.util.List.of() : problems.recent(),
+                metrics.publishedPerMinute());
+    }
+
     public boolean isStreaming() {
         var e = engine;
         return e != null && e.isStreaming();
@@ -221,6 +250,12 @@ public final class Router implements AutoCloseable {
                 }
                 if (http != null) {
                     http.close();
+                }
+                if (statusOffsets != null) {
+                    statusOffsets.close();
+                }
+                if (problems != null) {
+                    problems.detach();
                 }
                 if (slotMonitor != null) {
                     slotMonitor.close();

@@ -24,6 +24,7 @@ public final class RouterMetrics {
     private final Timer commitToAck;
     private final AtomicReference<Instant> lastCommitTime = new AtomicReference<>();
     private final AtomicReference<Instant> lastOffsetStored = new AtomicReference<>();
+    private final Throughput throughput = new Throughput(java.time.Clock.systemUTC());
 
     public RouterMetrics(String routerName) {
         registry.config().commonTags("router", routerName);
@@ -59,6 +60,7 @@ public final class RouterMetrics {
 
     public void published(String topic, Instant commitTime, Instant ackTime) {
         Counter.builder("outbox.router.events.published").tag("topic", topic).register(registry).increment();
+        throughput.add(1);
         if (commitTime != null) {
             commitToAck.record(Duration.between(commitTime, ackTime).isNegative() ? Duration.ZERO : Duration.between(commitTime, ackTime));
             lastCommitTime.accumulateAndGet(commitTime, (a, b) -> a == null || b.isAfter(a) ? b : a);
@@ -82,8 +84,20 @@ public final class RouterMetrics {
         lastOffsetStored.set(Instant.now());
     }
 
-    public void retry(String what) {
-        Counter.builder("outbox.router.retries").tag("operation", what).register(registry).increment();
+    /** One failed attempt that is retried: {@code kafka_publish} or {@code offset_store}. */
+    public void retry(String operation) {
+        Counter.builder("outbox.router.retries").description("failed attempts retried with backoff, by operation")
+                .tag("operation", operation).register(registry).increment();
+    }
+
+    /** A WARN or ERROR logged by any component (retries apart), by level and logging class. */
+    public void problem(String level, String logger) {
+        Counter.builder("outbox.router.log.problems").description("warnings and errors logged, by level and class")
+                .tag("level", level).tag("logger", logger).register(registry).increment();
+    }
+
+    public long retriesTotal() {
+        return (long) registry.find("outbox.router.retries").counters().stream().mapToDouble(Counter::count).sum();
     }
 
     public long publishedTotal() {
@@ -96,6 +110,11 @@ public final class RouterMetrics {
 
     public long skippedTotal() {
         return (long) registry.find("outbox.router.skipped").counters().stream().mapToDouble(Counter::count).sum();
+    }
+
+    /** Events published per minute over the last hour, oldest first. */
+    public long[] publishedPerMinute() {
+        return throughput.perMinute();
     }
 
     public Instant lastOffsetStored() {

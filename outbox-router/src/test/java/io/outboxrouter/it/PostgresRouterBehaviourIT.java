@@ -168,7 +168,43 @@ class PostgresRouterBehaviourIT {
                     .contains("outbox_router_offset_age_seconds", "outbox_router_source_lag_seconds", "outbox_router_batch_size_count");
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() ->
                     get.apply("/metrics").matches("(?s).*outbox_router_slot_retained_wal_bytes\\{router=\"[^\"]+\"} [0-9][0-9.E]*\n.*"));
-            assertThat(get.apply("/status")).contains("\"streaming\":true", "\"published\":2", "\"dead_letters\":1", "\"offset_stored_at\":\"");
+            assertThat(get.apply("/status")).contains("\"streaming\":true", "\"published\":2", "\"dead_letters\":1", "\"offset_stored_at\":\"",
+                    "\"state\":\"streaming\"", "\"published_per_minute\":[", "\"offsets\":{\"[\\\"", "lsn", "\"slot\":{\"name\":\"");
+            String page = get.apply("/");
+            assertThat(page).startsWith("<!doctype html>").contains(config.name(), ">streaming<", "<svg", "Stored offsets",
+                    "Replication slot", "retained WAL", "Last problems logged");
+            assertThat(page).containsPattern("2 in all");
+            assertThat(get.apply("/nope")).startsWith("not found");
+        }
+    }
+
+    @Test
+    void aKafkaOutageIsRetriedCountedAndShownOnTheStatusPage() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("outage"));
+        int port = OutboxContract.freePort();
+        String yaml = yaml(db, unique("outage-router").replace('_', '-'), unique("outage"), "", port)
+                .replace("bootstrap-servers: " + OutboxContract.kafka(), "bootstrap-servers: 127.0.0.1:" + OutboxContract.freePort()
+                        + "\n  give-up-after: 60s\n  producer: { max.block.ms: \"200\" }");
+        var config = RouterConfigLoader.parse(yaml, Map.of());
+        var http = java.net.http.HttpClient.newHttpClient();
+        java.util.function.Function<String, String> get = path -> {
+            try {
+                return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        try (var router = Router.start(config); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            db.insert(c, TestEvent.of("Order", "o-1", 1));
+            c.commit();
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> router.metrics().retriesTotal() >= 2);
+            assertThat(get.apply("/metrics")).containsPattern("outbox_router_retries_total\\{operation=\"kafka_publish\",router=\"[^\"]+\"} [2-9]");
+            assertThat(get.apply("/status")).contains("\"recent_problems\":[{", "records to Kafka failed (attempt");
+            assertThat(get.apply("/")).contains("records to Kafka failed (attempt").doesNotContain("<p class=\"ok\">none</p>");
+            assertThat(router.completion()).as("still retrying, not skipping").isNotDone();
+            assertThat(router.metrics().publishedTotal()).isZero();
         }
     }
 
