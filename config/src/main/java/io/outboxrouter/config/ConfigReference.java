@@ -34,6 +34,7 @@ public final class ConfigReference {
             new Entry("outbox.columns.aggregate-id", "`aggregateid`", "aggregate id column: the record key"),
             new Entry("outbox.columns.type", "`type`", "event type column: the `type` header"),
             new Entry("outbox.columns.payload", "`payload`", "payload column: the record value, bytes as stored"),
+            new Entry("outbox.payload-format", "`bytes`", "`bytes`: payloads published as stored, unchecked; `json`: a payload that is not one valid JSON document is dead-lettered (`invalid_json`)"),
             new Entry("outbox.headers.*", "none", "`column: header-name` pairs: more columns sent as Kafka headers"),
             new Entry("routing.topic", "`outbox.event.${aggregatetype}`", "topic template: `${id}`, `${aggregatetype}`, `${aggregateid}`, `${type}`, or any column named under `outbox.columns` or `outbox.headers`"),
             new Entry("routing.dead-letters.policy", "`dead-letter`", "for rows that cannot become events: `dead-letter`, `fail` or `skip`"),

@@ -5,12 +5,25 @@ import java.util.Map;
 /**
  * How an outbox row is read.
  *
- * @param headers column name to Kafka header name, for extra columns carried as headers
+ * @param headers       column name to Kafka header name, for extra columns carried as headers
+ * @param payloadFormat whether payloads are checked before publishing
  */
-public record OutboxConfig(Columns columns, Map<String, String> headers) {
+public record OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat) {
+
+    /** What the payload column holds. */
+    public enum PayloadFormat {
+        /** Anything: the bytes are published as stored, unchecked (the default). */
+        BYTES,
+        /** One JSON document: a payload that does not parse is dead-lettered (reason {@code invalid_json}). */
+        JSON
+    }
 
     public OutboxConfig {
         headers = Map.copyOf(headers);
+    }
+
+    public OutboxConfig(Columns columns, Map<String, String> headers) {
+        this(columns, headers, PayloadFormat.BYTES);
     }
 
     /** Column names; the defaults are Debezium EventRouter's, so existing outbox tables work unchanged. */

@@ -172,7 +172,7 @@ public final class RouterConfigLoader {
                 n.problem(n.key("headers." + col), "must name the Kafka header");
             }
         });
-        return new OutboxConfig(columns, headers);
+        return new OutboxConfig(columns, headers, n.choice("payload-format", OutboxConfig.PayloadFormat.class, OutboxConfig.PayloadFormat.BYTES));
     }
 
     private static String column(ConfigNode n, String field, String defaultName) {

@@ -30,6 +30,7 @@ public final class OutboxRouting {
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
     private final TopicTemplate topic;
+    private final OutboxConfig.PayloadFormat payloadFormat;
 
     /** @param outboxTables the captured tables that are outboxes; changes of any other (the heartbeat) publish nothing */
     public OutboxRouting(java.util.Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
@@ -37,6 +38,7 @@ public final class OutboxRouting {
         this.columns = outbox.columns();
         this.headerColumns = outbox.headers();
         this.topic = topic;
+        this.payloadFormat = outbox.payloadFormat();
     }
 
     public RoutingResult route(ChangeEvent change) {
@@ -91,6 +93,13 @@ public final class OutboxRouting {
             }
         });
         Object payload = row.get(columns.payload());
+        if (payload != null && payloadFormat == OutboxConfig.PayloadFormat.JSON) {
+            String invalid = JsonCheck.problem(bytes(payload));
+            if (invalid != null) {
+                return reject(change, "invalid_json", "payload (column " + columns.payload() + ") is not valid JSON "
+                        + "(outbox.payload-format: json): " + invalid);
+            }
+        }
         return new RoutingResult.Publish(new ProducerRecord<>(rendered.get(), null,
                 aggregateId.getBytes(StandardCharsets.UTF_8), payload == null ? null : bytes(payload), headers));
     }

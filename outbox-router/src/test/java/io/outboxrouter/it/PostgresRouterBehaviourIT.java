@@ -77,22 +77,38 @@ class PostgresRouterBehaviourIT {
     void aRowThatCannotBeRoutedGoesToTheDeadLetterTopicAndTheStreamGoesOn() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("dlq"));
         db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");
+        db.execute("ALTER TABLE public.outbox ALTER COLUMN payload TYPE text");
         String topics = unique("dlq");
-        var config = RouterConfigLoader.parse(yaml(db, unique("dlq-router").replace('_', '-'), topics, "", 0), Map.of());
+        var config = RouterConfigLoader.parse(yaml(db, unique("dlq-router").replace('_', '-'), topics, "", 0)
+                + "outbox: { payload-format: json }\n", Map.of());
         try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
              var c = db.connect()) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
             var before = TestEvent.of("Order", "o-1", 1);
             var bad = new TestEvent(UUID.randomUUID(), "Order", null, "OrderBroken", 2, "{\"broken\": true}");
             var badTopic = new TestEvent(UUID.randomUUID(), "Order Line", "o-9", "OrderBroken", 1, "{\"n\": 1}");
+            var notJson = new TestEvent(UUID.randomUUID(), "Order", "o-2", "OrderPaid", 1, "{\"amount\": 12,");
             var after = TestEvent.of("Order", "o-1", 2);
             db.insertMultiRow(c, List.of(before, bad, badTopic, after));
+            try (var ps = c.prepareStatement("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?)")) {
+                ps.setString(1, notJson.id().toString());
+                ps.setString(2, notJson.aggregateType());
+                ps.setString(3, notJson.aggregateId());
+                ps.setString(4, notJson.type());
+                ps.setString(5, notJson.payload());
+                ps.executeUpdate();
+            }
             c.commit();
 
-            kafka.awaitIds(Set.of(before.id(), bad.id(), badTopic.id(), after.id()), Duration.ofSeconds(60));
+            kafka.awaitIds(Set.of(before.id(), bad.id(), badTopic.id(), notJson.id(), after.id()), Duration.ofSeconds(60));
             var received = kafka.settle(Duration.ofSeconds(1));
             assertThat(received).extracting(KafkaEvents.Received::topic).containsExactlyInAnyOrder(
-                    topics + ".Order", topics + ".Order", topics + ".dead-letters", topics + ".dead-letters");
+                    topics + ".Order", topics + ".Order", topics + ".dead-letters", topics + ".dead-letters", topics + ".dead-letters");
+            var invalidJson = received.stream().filter(r -> r.id().equals(notJson.id())).findFirst().orElseThrow();
+            assertThat(invalidJson.topic()).endsWith(".dead-letters");
+            assertThat(invalidJson.header("dead-letter.reason")).startsWith("payload (column payload) is not valid JSON (outbox.payload-format: json)");
+            assertThat(invalidJson.valueText()).as("the original bytes").isEqualTo(notJson.payload());
+            assertThat(invalidJson.key()).isEqualTo("o-2");
             var dead = received.stream().filter(r -> r.topic().endsWith("dead-letters")).toList();
             var nullAggregate = dead.stream().filter(r -> r.id().equals(bad.id())).findFirst().orElseThrow();
             assertThat(nullAggregate.header("dead-letter.reason")).isEqualTo("aggregate id (column aggregateid) is null");
@@ -102,7 +118,7 @@ class PostgresRouterBehaviourIT {
             var illegal = dead.stream().filter(r -> r.id().equals(badTopic.id())).findFirst().orElseThrow();
             assertThat(illegal.header("dead-letter.reason")).contains("\"" + topics + ".Order Line\", which is not a legal Kafka topic name");
             assertThat(illegal.key()).isEqualTo("o-9");
-            assertThat(router.metrics().deadLetteredTotal()).isEqualTo(2);
+            assertThat(router.metrics().deadLetteredTotal()).isEqualTo(3);
             assertThat(router.metrics().publishedTotal()).isEqualTo(2);
         }
     }

@@ -131,6 +131,33 @@ class OutboxRoutingTest {
     }
 
     @Test
+    void withPayloadFormatJsonAPayloadThatDoesNotParseIsRejectedAndValidOnesPassUnchanged() {
+        var json = new OutboxRouting(java.util.List.of("public.outbox"), new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of(),
+                OutboxConfig.PayloadFormat.JSON), TopicTemplate.parse("outbox.event.${aggregatetype}"));
+        for (String valid : new String[] {"{\"a\": [1, 2, {\"b\": null}]}", "42", "\"text\"", "  [] \n"}) {
+            var row = row();
+            row.put("payload", valid);
+            assertThat(published(json.route(change(Operation.INSERT, row))).value()).as(valid).isEqualTo(valid.getBytes(StandardCharsets.UTF_8));
+        }
+        var tombstone = row();
+        tombstone.put("payload", null);
+        assertThat(published(json.route(change(Operation.INSERT, tombstone))).value()).isNull();
+        for (var invalid : Map.of("{\"a\": 1", "Unexpected end-of-input", "{} {}", "more than one JSON value", "", "it is empty",
+                "not json", "Unrecognized token 'not'").entrySet()) {
+            var row = row();
+            row.put("payload", invalid.getKey().getBytes(StandardCharsets.UTF_8));
+            var result = json.route(change(Operation.INSERT, row));
+            assertThat(result).as(invalid.getKey()).isInstanceOfSatisfying(RoutingResult.Reject.class, r -> {
+                assertThat(r.kind()).isEqualTo("invalid_json");
+                assertThat(r.reason()).contains("payload (column payload) is not valid JSON", invalid.getValue());
+            });
+        }
+        var unchecked = row();
+        unchecked.put("payload", "not json");
+        assertThat(ROUTING.route(change(Operation.INSERT, unchecked))).as("bytes: unchecked").isInstanceOf(RoutingResult.Publish.class);
+    }
+
+    @Test
     void aDeadLetterCarriesThePayloadBytesTheReasonAndThePosition() {
         var row = row();
         row.put("aggregatetype", "Order Line");
