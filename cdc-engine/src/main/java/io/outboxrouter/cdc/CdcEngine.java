@@ -28,15 +28,20 @@ import org.slf4j.LoggerFactory;
 public final class CdcEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CdcEngine.class);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+    /** How often a position is stored when no outbox event moved it (heartbeats, other tables' transactions). */
+    static final Duration IDLE_STORE_INTERVAL = Duration.ofSeconds(5);
 
     private final String name;
     private final ObjectName streamingMetrics;
     private final DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
     private final ExecutorService thread;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
+    private final RouterConfig config;
+    private final BatchConsumer consumer;
 
     private CdcEngine(RouterConfig config, ChangeHandler handler) {
         this.name = config.name();
+        this.config = config;
         try {
             String domain = switch (config.source().kind()) {
                 case POSTGRES -> "debezium.postgres";
@@ -47,7 +52,7 @@ public final class CdcEngine implements AutoCloseable {
         } catch (javax.management.MalformedObjectNameException e) {
             throw new IllegalArgumentException("router name " + name + " cannot name a metrics bean", e);
         }
-        var consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(config.source().kind().isBinlog() ? ChangeRecords::binlogPosition : ChangeRecords::postgresPosition));
+        this.consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(config.source().kind().isBinlog() ? ChangeRecords::binlogPosition : ChangeRecords::postgresPosition));
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(ConnectorProperties.of(config))
                 .using(OffsetCommitPolicy.always()) // every batch: what is staged is only ever up to a transaction END
@@ -106,6 +111,38 @@ public final class CdcEngine implements AutoCloseable {
         return isStreaming();
     }
 
+    /**
+     * Completes once everything committed on the source before this call has been handed to the handler, acknowledged
+     * and its position stored (for {@code run --once}). Call it once streaming.
+     */
+    public CompletableFuture<Void> drain() {
+        var drain = new Drain();
+        try {
+            if (config.source().kind().isBinlog()) {
+                var watch = new Drain.BinlogWatch(Drain.binlogEnd(config.source()), streamingMetrics, consumer.batchesStarted,
+                        consumer.batchesFinished);
+                var poller = Executors.newSingleThreadScheduledExecutor(r -> {
+                    var t = new Thread(r, "drain-" + name);
+                    t.setDaemon(true);
+                    return t;
+                });
+                poller.scheduleWithFixedDelay(() -> {
+                    if (watch.check()) {
+                        drain.done().complete(null);
+                    }
+                }, 100, 200, TimeUnit.MILLISECONDS);
+                drain.done().whenComplete((v, e) -> poller.shutdownNow());
+                completion.whenComplete((v, e) -> poller.shutdownNow());
+            } else {
+                consumer.drain = drain;
+                drain.emitPostgresMarker(config.source());
+            }
+        } catch (java.sql.SQLException e) {
+            drain.done().completeExceptionally(new IllegalStateException("cannot mark the end of what to drain: " + e.getMessage(), e));
+        }
+        return drain.done();
+    }
+
     /** Completes when the engine stops: normally after {@link #close()}, exceptionally when it failed. */
     public CompletableFuture<Void> completion() {
         return completion;
@@ -138,6 +175,11 @@ public final class CdcEngine implements AutoCloseable {
         private final ChangeHandler handler;
         private final TransactionBoundaries boundaries;
         private final ChangeRecords changeRecords;
+        private final java.util.concurrent.atomic.AtomicLong batchesStarted = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.atomic.AtomicLong batchesFinished = new java.util.concurrent.atomic.AtomicLong();
+        private volatile Drain drain;
+        private long lastStored;
+        private boolean storedOnce;
 
         BatchConsumer(ChangeHandler handler, TransactionBoundaries boundaries, ChangeRecords changeRecords) {
             this.handler = handler;
@@ -148,9 +190,15 @@ public final class CdcEngine implements AutoCloseable {
         @Override
         public void handleBatch(List<RecordChangeEvent<SourceRecord>> records,
                                 DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) throws InterruptedException {
+            batchesStarted.incrementAndGet();
             var raw = new ArrayList<SourceRecord>(records.size());
             var events = new ArrayList<ChangeEvent>(records.size());
+            var pendingDrain = drain;
+            int marker = -1;
             for (var r : records) {
+                if (pendingDrain != null && marker < 0 && pendingDrain.isMarker(r.record())) {
+                    marker = raw.size();
+                }
                 raw.add(r.record());
                 changeRecords.toEvent(r.record()).ifPresent(events::add);
             }
@@ -166,13 +214,26 @@ public final class CdcEngine implements AutoCloseable {
                 }
             }
             int safe = boundaries.lastSafeIndex(raw);
+            // A batch with only other tables' transaction markers or heartbeats stores its position at most every
+            // IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a transaction the
+            // reader sees, and storing it at once would keep the router busy writing about its own writes.
+            long now = System.nanoTime();
+            if (safe >= 0 && storedOnce && events.isEmpty() && pendingDrain == null && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
+                safe = -1;
+            }
             if (safe >= 0) {
                 committer.markProcessed(records.get(safe));
+                lastStored = now;
+                storedOnce = true;
             }
             committer.markBatchFinished();
             if (safe >= 0) {
                 handler.positionStored();
             }
+            if (pendingDrain != null) {
+                pendingDrain.batchStored(marker, safe);
+            }
+            batchesFinished.incrementAndGet();
         }
 
         @Override

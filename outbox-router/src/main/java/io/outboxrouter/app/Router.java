@@ -213,6 +213,17 @@ public final class Router implements AutoCloseable {
         return streaming;
     }
 
+    /**
+     * Completes once every outbox row committed before this call is published and its position stored
+     * ({@code run --once}). Call it once streaming.
+     */
+    public CompletableFuture<Void> drain() {
+        if (engine == null) {
+            return CompletableFuture.failedFuture(new IllegalStateException("router " + config.name() + " is not active"));
+        }
+        return engine.drain();
+    }
+
     /** Whether this process holds the router's lock (false while standing by). */
     public boolean isActive() {
         return active.isDone();

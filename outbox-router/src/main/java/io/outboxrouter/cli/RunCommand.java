@@ -12,7 +12,8 @@ import picocli.CommandLine.Mixin;
 import sun.misc.Signal;
 
 @Command(name = "run", mixinStandardHelpOptions = true,
-        description = "Streams committed outbox rows to Kafka until stopped (SIGTERM or Ctrl-C stop it cleanly, exit 0).")
+        description = {"Streams committed outbox rows to Kafka until stopped (SIGTERM or Ctrl-C stop it cleanly, exit 0).",
+                "With --once: publishes what is committed now, stores the position and exits 0 (for batch jobs and tests)."})
 final class RunCommand implements Callable<Integer> {
     @Mixin
     ConfigOption config;
@@ -20,6 +21,11 @@ final class RunCommand implements Callable<Integer> {
     @picocli.CommandLine.Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "${env:OUTBOX_ROUTER_LOG_FORMAT:-text}",
             description = "text (default) or json: one JSON object per log line, on stderr.")
     String logFormat;
+
+    @picocli.CommandLine.Option(names = "--once",
+            description = "Drain: publish every outbox row committed before the start, store the position, exit 0. "
+                    + "Refuses (exit 1) while another process runs this router.")
+    boolean once;
 
     @Override
     public Integer call() throws InterruptedException {
@@ -48,16 +54,43 @@ final class RunCommand implements Callable<Integer> {
         } catch (RuntimeException e) {
             return fail("could not start: " + Failures.explain(e));
         }
+        if (once && !router.isActive()) {
+            router.close();
+            return fail("--once: another process runs router " + c.name() + "; stop it first, or let it do the work");
+        }
+        var drained = new CompletableFuture<Void>();
         try {
             if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
                 System.err.println(router.isActive() ? "outbox-router: not streaming yet after 60 s; still trying (see the log)"
                         : "outbox-router: standing by: another process runs router " + c.name() + "; this one takes over when it stops");
             }
-            CompletableFuture.anyOf(stopRequested, router.completion()).join();
+            if (once) {
+                // Waits for streaming first: the drain mark must be read by this router's connection.
+                while (!router.isStreaming() && !router.completion().isDone() && !stopRequested.isDone()) {
+                    router.awaitStreaming(Duration.ofSeconds(5));
+                }
+                if (router.isStreaming()) {
+                    router.drain().whenComplete((v, e) -> {
+                        if (e == null) {
+                            drained.complete(null);
+                        } else {
+                            drained.completeExceptionally(e);
+                        }
+                    });
+                }
+            }
+            CompletableFuture.anyOf(stopRequested, router.completion(), drained).join();
         } catch (CompletionException e) {
-            // the engine failed: reported below
+            // the engine failed or the drain could not start: reported below
         } finally {
             router.close();
+        }
+        if (drained.isCompletedExceptionally()) {
+            return fail("--once: " + Failures.explain(drained.handle((v, e) -> e).join()));
+        }
+        if (drained.isDone()) {
+            System.err.println("outbox-router: --once: everything committed before the start is published; "
+                    + router.metrics().publishedTotal() + " events, position stored");
         }
         try {
             router.completion().get();

@@ -52,6 +52,18 @@ final class RouterProcess implements AutoCloseable {
         return new RouterProcess(process, log, httpPort);
     }
 
+    /** {@code run --once}: waits for the process to exit and returns its exit code. */
+    static int runOnce(Path config, Path log, Duration timeout) throws IOException, InterruptedException {
+        var process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString(), "run", "--once", "--config", config.toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.toHandle().destroyForcibly();
+            throw new IllegalStateException("run --once still running after " + timeout + ":\n" + Files.readString(log));
+        }
+        return process.exitValue();
+    }
+
     /** Waits for /health/ready (streaming connected); fails with the router's log when it exits first. */
     RouterProcess awaitReady(Duration timeout) {
         await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> {
