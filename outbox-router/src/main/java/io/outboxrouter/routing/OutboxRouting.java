@@ -31,6 +31,7 @@ public final class OutboxRouting {
     private final Map<String, String> headerColumns;
     private final TopicTemplate topic;
     private final OutboxConfig.PayloadFormat payloadFormat;
+    private final Map<String, Boolean> legalTopics = new java.util.HashMap<>();
 
     /** @param outboxTables the captured tables that are outboxes; changes of any other (the heartbeat) publish nothing */
     public OutboxRouting(java.util.Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
@@ -75,7 +76,7 @@ public final class OutboxRouting {
         if (rendered.isEmpty()) {
             return reject(change, "illegal_topic", "topic template " + topic + " needs a value that is null in this row");
         }
-        if (!TopicTemplate.isLegalTopic(rendered.get())) {
+        if (!legal(rendered.get())) {
             return reject(change, "illegal_topic", "topic template " + topic + " renders \"" + rendered.get() + "\", which is not a legal Kafka topic name");
         }
 
@@ -102,6 +103,18 @@ public final class OutboxRouting {
         }
         return new RoutingResult.Publish(new ProducerRecord<>(rendered.get(), null,
                 aggregateId.getBytes(StandardCharsets.UTF_8), payload == null ? null : bytes(payload), headers));
+    }
+
+    /** Topic names repeat (one per aggregate type, usually): their legality is checked once. Engine thread only. */
+    private boolean legal(String topicName) {
+        Boolean known = legalTopics.get(topicName);
+        if (known == null) {
+            known = TopicTemplate.isLegalTopic(topicName);
+            if (legalTopics.size() < 10_000) {
+                legalTopics.put(topicName, known);
+            }
+        }
+        return known;
     }
 
     /** A template placeholder's value: a logical field name maps to its configured column, anything else is a column. */

@@ -7,6 +7,9 @@ public interface DatabaseServer extends AutoCloseable {
 
     String password();
 
+    /** The TCP port on 127.0.0.1. */
+    int port();
+
     /** A JDBC URL for a database on this server. */
     String jdbcUrl(String database);
 

@@ -1,0 +1,92 @@
+package io.outboxrouter.benchmark;
+
+import io.outboxrouter.testing.DatabaseServer;
+import io.outboxrouter.testing.MariaDbServer;
+import io.outboxrouter.testing.PostgresServer;
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/** The benchmark's outbox database: one table, the same shape as the README's, on Postgres or MariaDB. */
+final class BenchDb {
+    final DatabaseServer server;
+    final String database;
+    final boolean postgres;
+
+    private BenchDb(DatabaseServer server, String database, boolean postgres) {
+        this.server = server;
+        this.database = database;
+        this.postgres = postgres;
+    }
+
+    static BenchDb postgres(PostgresServer server) throws SQLException {
+        var db = new BenchDb(server, server.createDatabase("bench"), true);
+        db.execute("""
+                CREATE TABLE public.outbox (
+                  id uuid PRIMARY KEY,
+                  aggregatetype varchar(255) NOT NULL,
+                  aggregateid varchar(255) NOT NULL,
+                  type varchar(255) NOT NULL,
+                  payload jsonb,
+                  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                  relayed boolean NOT NULL DEFAULT false)""",
+                // The polling relay's index: unrelayed rows in insertion order.
+                "CREATE INDEX outbox_unrelayed ON public.outbox (created_at) WHERE NOT relayed",
+                // Inserts only: the relay's UPDATEs must not reach the log-based readers.
+                "CREATE PUBLICATION bench_pub FOR TABLE public.outbox WITH (publish = 'insert')");
+        return db;
+    }
+
+    static BenchDb mariadb(MariaDbServer server) throws SQLException {
+        var db = new BenchDb(server, server.createDatabase("bench"), false);
+        db.execute("""
+                CREATE TABLE outbox (
+                  id CHAR(36) PRIMARY KEY,
+                  aggregatetype VARCHAR(255) NOT NULL,
+                  aggregateid VARCHAR(255) NOT NULL,
+                  type VARCHAR(255) NOT NULL,
+                  payload JSON,
+                  created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))""");
+        return db;
+    }
+
+    String table() {
+        return postgres ? "public.outbox" : database + ".outbox";
+    }
+
+    String url() {
+        return server.jdbcUrl(database) + (postgres ? "?reWriteBatchedInserts=true" : "?rewriteBatchedStatements=true");
+    }
+
+    String insertSql() {
+        return postgres
+                ? "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, 'Order', ?, 'OrderPlaced', ?::jsonb)"
+                : "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?, 'Order', ?, 'OrderPlaced', ?)";
+    }
+
+    Connection connect() throws SQLException {
+        var c = java.sql.DriverManager.getConnection(url(), server.user(), server.password());
+        c.setAutoCommit(false);
+        return c;
+    }
+
+    void execute(String... statements) throws SQLException {
+        try (var c = connect(); var st = c.createStatement()) {
+            for (String s : statements) {
+                st.execute(s);
+            }
+            c.commit();
+        }
+    }
+
+    void createSlot(String slot) throws SQLException {
+        execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+    }
+
+    void dropSlot(String slot) {
+        try {
+            execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
+        } catch (SQLException e) {
+            Benchmark.LOG.warn("Could not drop slot {}: {}", slot, e.getMessage());
+        }
+    }
+}

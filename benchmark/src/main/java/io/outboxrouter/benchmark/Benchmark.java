@@ -1,0 +1,259 @@
+package io.outboxrouter.benchmark;
+
+import io.outboxrouter.testing.KafkaBroker;
+import io.outboxrouter.testing.MariaDbServer;
+import io.outboxrouter.testing.PostgresServer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One command: embedded Postgres, MariaDB and Kafka as the tests start them; a backlog drained by each contender
+ * (raw slot reader, bare Debezium engine, outbox-router, Debezium Server); single-row transactions at fixed rates
+ * for latency (outbox-router, Debezium Server, polling relays); start and restart times. Prints a Markdown table and
+ * writes results.md and results.png under {@code bench.out}.
+ *
+ * <p>{@code -Dbench.profile=quick} for a short run; {@code -Dbench.only=} a comma list of {@code throughput},
+ * {@code latency}, {@code mariadb}; {@code BENCH_DEBEZIUM_SERVER=false} leaves Debezium Server out.
+ */
+public final class Benchmark {
+    static final Logger LOG = LoggerFactory.getLogger(Benchmark.class);
+
+    private final boolean quick = "quick".equals(System.getProperty("bench.profile"));
+    private final Set<String> only = Set.of(System.getProperty("bench.only", "").split(","));
+    private final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
+    private final Results results = new Results();
+    private final long backlog1 = quick ? 10_000 : 50_000;
+    private final long backlog100 = quick ? 40_000 : 200_000;
+    private final Duration window = Duration.ofSeconds(quick ? 8 : 20);
+    private String bootstrap;
+
+    public static void main(String[] args) throws Exception {
+        new Benchmark().run();
+        System.exit(0);
+    }
+
+    static Path routerJar() {
+        var jar = Path.of(System.getProperty("router.jar", "outbox-router/target/outbox-router.jar"));
+        if (!Files.exists(jar)) {
+            throw new IllegalStateException(jar + " is missing: build it first (the README's benchmark command does)");
+        }
+        return jar;
+    }
+
+    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, debezium-server, relay; all when unset. */
+    private static boolean wanted(Contender c) {
+        String list = System.getenv("BENCH_CONTENDERS");
+        if (list == null || list.isBlank()) {
+            return true;
+        }
+        String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare" : c instanceof RouterContender ? "router"
+                : c instanceof DebeziumServerContender ? "debezium-server" : "relay";
+        return List.of(list.split(",")).contains(key);
+    }
+
+    private boolean section(String name) {
+        return only.contains("") || only.contains(name);
+    }
+
+    private void run() throws Exception {
+        Files.createDirectories(out);
+        String machine = Machine.describe();
+        LOG.info("Machine: {}", machine);
+        try (var kafka = KafkaBroker.start()) {
+            bootstrap = kafka.bootstrapServers();
+            try (var pg = PostgresServer.start()) {
+                var db = BenchDb.postgres(pg);
+                if (section("throughput")) {
+                    throughput(db, 1, backlog1);
+                    throughput(db, 100, backlog100);
+                }
+                if (section("latency")) {
+                    latency(db);
+                }
+            }
+            if (section("mariadb")) {
+                try (var maria = MariaDbServer.start()) {
+                    mariadb(BenchDb.mariadb(maria));
+                }
+            }
+        }
+        String md = "Machine: " + machine + "\n\n" + results.markdown();
+        Files.writeString(out.resolve("results.md"), md);
+        Plots.write(results, out.resolve("results.png"), machine.replaceAll(",.*", ""));
+        System.out.println();
+        System.out.println(md);
+        System.out.println("Written: " + out.resolve("results.md") + " and " + out.resolve("results.png"));
+    }
+
+    /** Every contender drains the same backlog from a slot of its own, created before the backlog was written. */
+    private void throughput(BenchDb db, int txnSize, long events) throws Exception {
+        var dbz = debeziumServer(db, "dbzs_t" + txnSize);
+        var contenders = new ArrayList<Contender>(List.of(new RawSlotReader(db, "raw_t" + txnSize), new BareDebezium(db, "bare_t" + txnSize)));
+        var router = new RouterContender(db, "router-t" + txnSize, "bench-router-t" + txnSize, bootstrap, out, freePort());
+        contenders.add(router);
+        dbz.ifPresent(contenders::add);
+        List<String> slots = List.of("raw_t" + txnSize, "bare_t" + txnSize, router.slot(), "dbzs_t" + txnSize);
+        for (String slot : slots) {
+            db.createSlot(slot);
+        }
+        LOG.info("Writing a backlog of {} events in {}-row transactions", events, txnSize);
+        var written = Load.flatOut(db, events, txnSize);
+        LOG.info("Written in {} s: {} events/s", written.elapsed().toMillis() / 1000.0, Results.fmt0(written.perSecond()));
+        results.notes.add(String.format("Postgres backlog of %,d events in %d-row transactions written by %d threads at %s events/s.",
+                events, txnSize, Load.WRITERS, Results.fmt0(written.perSecond())));
+        for (int i = 0; i < contenders.size(); i++) {
+            var c = contenders.get(i);
+            if (!wanted(c)) {
+                db.dropSlot(slots.get(i));
+                continue;
+            }
+            try (c) {
+                drain(db, c, txnSize, events);
+            } catch (Exception e) {
+                LOG.warn("{} failed: {}", c.name(), e.toString());
+                results.notes.add(c.name() + " (" + txnSize + "-row): failed: " + e.getMessage().lines().findFirst().orElse(""));
+            }
+            db.dropSlot(slots.get(i));
+        }
+    }
+
+    private void drain(BenchDb db, Contender c, int txnSize, long events) throws Exception {
+        LOG.info("{}: draining {} events", c.name(), events);
+        c.start();
+        var stats = c.stats();
+        double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+        boolean all = c.arrivals().await(events, Duration.ofMinutes(10), Duration.ofSeconds(90));
+        double cpu = stats == null ? Double.NaN : stats.cpuSeconds() - cpu0;
+        double rss = stats == null ? Double.NaN : stats.peakRssMiB();
+        LOG.info("{}: {} of {} events, {} events/s", c.name(), c.arrivals().count(), events, Results.fmt0(c.arrivals().rate()));
+        if (!all) {
+            results.notes.add(c.name() + " (" + txnSize + "-row): only " + c.arrivals().count() + " of " + events + " events arrived");
+        }
+        results.throughput.add(new Results.Throughput(db.postgres ? "Postgres" : "MariaDB", c.name(), txnSize, c.arrivals().count(),
+                c.arrivals().rate(), cpu, rss));
+    }
+
+    /** Single-row transactions at 1k and 5k events/s; each contender on a fresh slot, so none starts behind. */
+    private void latency(BenchDb db) throws Exception {
+        var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
+        db.createSlot(router.slot());
+        try (router) {
+            Duration start = router.start();
+            measureLatency(db, router);
+            Duration restart = router.restart();
+            results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
+        }
+        db.dropSlot(router.slot());
+        var dbz = debeziumServer(db, "dbzs_latency");
+        if (dbz.isPresent()) {
+            db.createSlot("dbzs_latency");
+            try (var c = dbz.get()) {
+                Duration start = c.start();
+                measureLatency(db, c);
+                results.startup.add(new Results.Startup("Postgres", c.name(), start, null));
+            } catch (Exception e) {
+                results.notes.add(dbz.get().name() + " latency: failed: " + e.getMessage().lines().findFirst().orElse(""));
+            }
+            db.dropSlot("dbzs_latency");
+        }
+        for (Duration interval : List.of(Duration.ofMillis(250), Duration.ofMillis(10))) {
+            try (var relay = new PollingRelay(db, interval, bootstrap)) {
+                relay.start();
+                measureLatency(db, relay);
+            }
+        }
+    }
+
+    private void measureLatency(BenchDb db, Contender c) throws Exception {
+        Load.fixedRate(db, 200, Duration.ofSeconds(3)); // warm-up: topic creation, JIT
+        c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
+        for (int rate : new int[] {1000, 5000}) {
+            var stats = c.stats();
+            double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+            long t0 = System.nanoTime();
+            var written = Load.fixedRate(db, rate, window);
+            c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
+            waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
+            double wall = (System.nanoTime() - t0) / 1e9;
+            double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
+            double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
+            LOG.info("{} at {}/s (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing", c.name(), rate,
+                    Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5]);
+            results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), rate, written.perSecond(),
+                    (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu));
+        }
+    }
+
+    private static void waitFor(Set<String> ids, Map<String, Long> arrived, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline && !arrived.keySet().containsAll(ids)) {
+            Thread.sleep(50);
+        }
+    }
+
+    /** The router on MariaDB: backlogs drained (a first start stores a position, so later starts resume before them), then latency. */
+    private void mariadb(BenchDb db) throws Exception {
+        String name = "router-mariadb";
+        Duration start;
+        try (var first = new RouterContender(db, name, "bench-mariadb-warmup", bootstrap, out, freePort())) {
+            start = first.start();
+            Load.fixedRate(db, 100, Duration.ofSeconds(2));
+            first.arrivals().await(200, Duration.ofSeconds(30), Duration.ofSeconds(30));
+        }
+        for (int txnSize : new int[] {1, 100}) {
+            long events = txnSize == 1 ? backlog1 : backlog100;
+            LOG.info("MariaDB: writing a backlog of {} events in {}-row transactions", events, txnSize);
+            var written = Load.flatOut(db, events, txnSize);
+            results.notes.add(String.format("MariaDB backlog of %,d events in %d-row transactions written by %d threads at %s events/s.",
+                    events, txnSize, Load.WRITERS, Results.fmt0(written.perSecond())));
+            try (var router = new RouterContender(db, name, "bench-mariadb-t" + txnSize, bootstrap, out, freePort())) {
+                drain(db, router, txnSize, events);
+            }
+        }
+        try (var router = new RouterContender(db, name, "bench-mariadb-latency", bootstrap, out, freePort())) {
+            router.start();
+            measureLatency(db, router);
+            results.startup.add(new Results.Startup("MariaDB", router.name(), start, router.restart()));
+        }
+    }
+
+    private Optional<DebeziumServerContender> debeziumServer(BenchDb db, String slot) throws Exception {
+        if ("false".equals(System.getenv("BENCH_DEBEZIUM_SERVER")) || !db.postgres) {
+            return Optional.empty();
+        }
+        var jdk = DebeziumServerContender.findJava21();
+        if (jdk.isEmpty()) {
+            note("Debezium Server left out: it needs Java 21+ (set BENCH_JAVA21_HOME)");
+            return Optional.empty();
+        }
+        Path cache = Path.of(System.getProperty("user.home"), ".cache", "outbox-router-bench");
+        Path home = DebeziumServerContender.install(cache);
+        return Optional.of(new DebeziumServerContender(db, slot, bootstrap, home, jdk.get(), freePort()));
+    }
+
+    private void note(String n) {
+        if (!results.notes.contains(n)) {
+            results.notes.add(n);
+            LOG.info(n);
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (var s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private Benchmark() {
+    }
+}

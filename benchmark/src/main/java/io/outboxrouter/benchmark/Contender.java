@@ -1,0 +1,22 @@
+package io.outboxrouter.benchmark;
+
+import java.time.Duration;
+
+/** One way of getting outbox rows out of the database, measured under the same load as the others. */
+interface Contender extends AutoCloseable {
+    String name();
+
+    /** Starts it and returns once it streams (or is ready), with how long that took. */
+    Duration start() throws Exception;
+
+    /** Where it delivers: Kafka for the ones that publish, its own reader for the others. */
+    Arrivals arrivals();
+
+    /** Its own process's CPU and memory, or null when it runs inside the benchmark's JVM. */
+    default ProcessStats stats() {
+        return null;
+    }
+
+    @Override
+    void close() throws Exception;
+}

@@ -1,0 +1,41 @@
+package io.outboxrouter.benchmark;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** CPU time and memory of a child process, from /proc (Linux). */
+final class ProcessStats {
+    private static final long TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+    private final long pid;
+
+    ProcessStats(long pid) {
+        this.pid = pid;
+    }
+
+    /** User + system CPU seconds so far, or NaN when unreadable. */
+    double cpuSeconds() {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) TICKS_PER_SECOND;
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
+    /** Peak resident memory in MiB (VmHWM), or NaN. */
+    double peakRssMiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
+        return Double.NaN;
+    }
+}

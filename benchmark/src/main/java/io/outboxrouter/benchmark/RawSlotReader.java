@@ -1,0 +1,96 @@
+package io.outboxrouter.benchmark;
+
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.postgresql.PGConnection;
+import org.postgresql.PGProperty;
+import org.postgresql.replication.PGReplicationStream;
+
+/**
+ * The physical limit for one slot: a plain pgjdbc logical-replication client reading pgoutput and counting INSERT
+ * messages, confirming its position at every COMMIT. No decoding of the rows, no Kafka.
+ */
+final class RawSlotReader implements Contender {
+    private final BenchDb db;
+    private final String slot;
+    private final Arrivals arrivals = new Arrivals();
+    private Connection connection;
+    private PGReplicationStream stream;
+    private Thread thread;
+    private volatile boolean running = true;
+
+    RawSlotReader(BenchDb db, String slot) {
+        this.db = db;
+        this.slot = slot;
+    }
+
+    @Override
+    public String name() {
+        return "raw pgjdbc slot reader";
+    }
+
+    @Override
+    public Duration start() throws Exception {
+        long t0 = System.nanoTime();
+        var props = new Properties();
+        PGProperty.USER.set(props, db.server.user());
+        PGProperty.PASSWORD.set(props, db.server.password());
+        PGProperty.ASSUME_MIN_SERVER_VERSION.set(props, "10");
+        PGProperty.REPLICATION.set(props, "database");
+        PGProperty.PREFER_QUERY_MODE.set(props, "simple");
+        connection = DriverManager.getConnection(db.server.jdbcUrl(db.database), props);
+        stream = connection.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
+                .withSlotName(slot).withSlotOption("proto_version", "1").withSlotOption("publication_names", "bench_pub")
+                .withStatusInterval(1, TimeUnit.SECONDS).start();
+        thread = new Thread(this::read, "raw-slot-reader");
+        thread.setDaemon(true);
+        thread.start();
+        return Duration.ofNanos(System.nanoTime() - t0);
+    }
+
+    private void read() {
+        try {
+            while (running) {
+                ByteBuffer msg = stream.readPending();
+                if (msg == null) {
+                    TimeUnit.MICROSECONDS.sleep(200);
+                    continue;
+                }
+                byte type = msg.array()[msg.arrayOffset()];
+                if (type == 'I') {
+                    arrivals.arrived(null, Load.epochMicros());
+                } else if (type == 'C') {
+                    stream.setAppliedLSN(stream.getLastReceiveLSN());
+                    stream.setFlushedLSN(stream.getLastReceiveLSN());
+                }
+            }
+        } catch (Exception e) {
+            if (running) {
+                Benchmark.LOG.warn("raw slot reader stopped: {}", e.toString());
+            }
+        }
+    }
+
+    @Override
+    public Arrivals arrivals() {
+        return arrivals;
+    }
+
+    @Override
+    public void close() throws Exception {
+        running = false;
+        if (thread != null) {
+            thread.join(5_000);
+        }
+        if (stream != null) {
+            stream.close();
+        }
+        if (connection != null) {
+            connection.close();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+package io.outboxrouter.benchmark;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** What the benchmark measured, and the numbers derived from it. */
+final class Results {
+    /** A backlog drained by one contender. */
+    record Throughput(String database, String contender, int txnSize, long events, double eventsPerSecond, double cpuSeconds,
+                      double peakRssMiB) {
+        double cpuPer100k() {
+            return Double.isNaN(cpuSeconds) ? Double.NaN : cpuSeconds / events * 100_000;
+        }
+    }
+
+    /** Commit-to-consumer latency of single-row transactions at one rate. */
+    record Latency(String database, String contender, int targetRate, double achievedRate, long events, long missing,
+                   double p50, double p90, double p99, double max, double cpuPercent) {
+    }
+
+    /** How long until streaming. */
+    record Startup(String database, String contender, Duration start, Duration restart) {
+    }
+
+    final List<Throughput> throughput = new ArrayList<>();
+    final List<Latency> latency = new ArrayList<>();
+    final List<Startup> startup = new ArrayList<>();
+    final List<String> notes = new ArrayList<>();
+
+    /**
+     * Latency percentiles in ms for the events of {@code written} that arrived, leaving out the first {@code warmup}
+     * of the window (topic creation, JIT); returns {p50, p90, p99, max, counted, missing}.
+     */
+    static double[] percentiles(Map<String, Long> written, Map<String, Long> arrived, Duration warmup) {
+        long first = written.values().stream().mapToLong(Long::longValue).min().orElse(0);
+        long from = first + warmup.toNanos() / 1_000;
+        var lat = new ArrayList<Long>(written.size());
+        long missing = 0;
+        for (var e : written.entrySet()) {
+            Long at = arrived.get(e.getKey());
+            if (at == null) {
+                missing++;
+            } else if (e.getValue() >= from) {
+                lat.add(at - e.getValue());
+            }
+        }
+        long[] sorted = lat.stream().mapToLong(Long::longValue).sorted().toArray();
+        if (sorted.length == 0) {
+            return new double[] {Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, missing};
+        }
+        return new double[] {pct(sorted, 50), pct(sorted, 90), pct(sorted, 99), sorted[sorted.length - 1] / 1000.0, sorted.length, missing};
+    }
+
+    private static double pct(long[] sorted, double p) {
+        int i = (int) Math.ceil(p / 100.0 * sorted.length) - 1;
+        return sorted[Math.max(0, Math.min(sorted.length - 1, i))] / 1000.0;
+    }
+
+    String markdown() {
+        var s = new StringBuilder();
+        s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered)\n\n")
+                .append("| database | contender | rows per transaction | events | events/s | vs. raw slot | vs. bare Debezium | CPU s per 100k events | peak RSS MiB |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (var t : throughput) {
+            double raw = reference(t, "raw");
+            double bare = reference(t, "bare");
+            s.append("| ").append(t.database()).append(" | ").append(t.contender()).append(" | ").append(t.txnSize()).append(" | ")
+                    .append(t.events()).append(" | ").append(fmt0(t.eventsPerSecond())).append(" | ").append(ratio(t.eventsPerSecond(), raw))
+                    .append(" | ").append(ratio(t.eventsPerSecond(), bare)).append(" | ").append(fmt1(t.cpuPer100k())).append(" | ")
+                    .append(fmt0(t.peakRssMiB())).append(" |\n");
+        }
+        s.append("\n### Latency: single-row transactions at a fixed rate, COMMIT returned -> record read by a Kafka consumer (ms)\n\n")
+                .append("| database | contender | target/s | achieved/s | events | p50 | p90 | p99 | max | missing | CPU % |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (var l : latency) {
+            s.append("| ").append(l.database()).append(" | ").append(l.contender()).append(" | ").append(l.targetRate()).append(" | ")
+                    .append(fmt0(l.achievedRate())).append(" | ").append(l.events()).append(" | ").append(fmt1(l.p50())).append(" | ")
+                    .append(fmt1(l.p90())).append(" | ").append(fmt1(l.p99())).append(" | ").append(fmt1(l.max())).append(" | ")
+                    .append(l.missing()).append(" | ").append(fmt0(l.cpuPercent())).append(" |\n");
+        }
+        s.append("\n### Start to streaming\n\n| database | contender | start (s) | restart (s) |\n|---|---|---:|---:|\n");
+        for (var st : startup) {
+            s.append("| ").append(st.database()).append(" | ").append(st.contender()).append(" | ").append(secs(st.start())).append(" | ")
+                    .append(secs(st.restart())).append(" |\n");
+        }
+        if (!notes.isEmpty()) {
+            s.append("\n");
+            notes.forEach(n -> s.append("- ").append(n).append("\n"));
+        }
+        return s.toString();
+    }
+
+    private double reference(Throughput t, String prefix) {
+        return throughput.stream().filter(o -> o.database().equals(t.database()) && o.txnSize() == t.txnSize()
+                && o.contender().startsWith(prefix)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+    }
+
+    private static String ratio(double a, double b) {
+        return Double.isNaN(a) || Double.isNaN(b) || b == 0 ? "" : String.format("%.0f%%", 100 * a / b);
+    }
+
+    private static String secs(Duration d) {
+        return d == null ? "" : String.format("%.2f", d.toMillis() / 1000.0);
+    }
+
+    static String fmt0(double v) {
+        return Double.isNaN(v) ? "" : String.format("%,.0f", v);
+    }
+
+    static String fmt1(double v) {
+        return Double.isNaN(v) ? "" : String.format("%.1f", v);
+    }
+
+}

@@ -1,0 +1,116 @@
+package io.outboxrouter.benchmark;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/** outbox-router as users run it: {@code java -jar outbox-router.jar run --config router.yml}, in its own JVM. */
+final class RouterContender implements Contender {
+    private final BenchDb db;
+    private final String name;
+    private final String bootstrap;
+    private final Path dir;
+    private final int port;
+    private final String topicPrefix;
+    private ChildProcess process;
+    private KafkaArrivals kafka;
+
+    RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port) {
+        this.db = db;
+        this.name = name;
+        this.bootstrap = bootstrap;
+        this.dir = dir;
+        this.port = port;
+        this.topicPrefix = topicPrefix;
+    }
+
+    @Override
+    public String name() {
+        return db.postgres ? "outbox-router" : "outbox-router (MariaDB)";
+    }
+
+    String slot() {
+        return name.replace('-', '_');
+    }
+
+    @Override
+    public Duration start() throws Exception {
+        String source = db.postgres
+                ? """
+                source:
+                  kind: postgres
+                  url: %s
+                  user: %s
+                  password: "%s"
+                  tables: [public.outbox]
+                  postgres: { slot: %s, publication: bench_pub }
+                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot())
+                : """
+                source:
+                  kind: mariadb
+                  url: %s
+                  user: %s
+                  password: "%s"
+                  tables: [%s]
+                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), db.table());
+        var config = Files.writeString(dir.resolve(name + ".yml"), "name: " + name + "\n" + source + """
+                routing: { topic: "%s.${aggregatetype}" }
+                %s
+                kafka: { bootstrap-servers: "%s" }
+                http: { listen: "127.0.0.1:%d" }
+                """.formatted(topicPrefix, System.getenv().getOrDefault("BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port));
+        if (kafka == null) {
+            kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*");
+        }
+        long t0 = System.nanoTime();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        var command = new java.util.ArrayList<>(List.of(java, "-Xmx1g"));
+        String extra = System.getenv("BENCH_ROUTER_JVM_OPTS"); // e.g. a JFR recording, for profiling
+        if (extra != null && !extra.isBlank()) {
+            command.addAll(List.of(extra.replace("{name}", name).split(" ")));
+        }
+        command.addAll(List.of("-jar", Benchmark.routerJar().toString(), "run", "--config", config.toString()));
+        process = ChildProcess.start(command, dir, Map.of(), dir.resolve(name + ".log"));
+        return process.awaitHttp200("http://127.0.0.1:" + port + "/health/ready", Duration.ofSeconds(120), t0);
+    }
+
+    /** SIGTERM, then start again: the restart-to-streaming time. */
+    Duration restart() throws Exception {
+        process.close();
+        return start();
+    }
+
+    @Override
+    public Arrivals arrivals() {
+        return kafka.arrivals();
+    }
+
+    @Override
+    public ProcessStats stats() {
+        return process.stats();
+    }
+
+    /** Keeps the router's own metrics beside the results, for batch sizes and publish times. */
+    private void saveMetrics() {
+        try {
+            var body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + port + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            Files.writeString(dir.resolve(topicPrefix + "-metrics.txt"), body);
+        } catch (Exception e) {
+            Benchmark.LOG.debug("no metrics from {}: {}", name, e.toString());
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (process != null) {
+            saveMetrics();
+            process.close();
+        }
+        if (kafka != null) {
+            kafka.close();
+        }
+    }
+}
