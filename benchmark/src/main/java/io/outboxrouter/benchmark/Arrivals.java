@@ -35,12 +35,17 @@ final class Arrivals {
 
     /** Waits until {@code n} events arrived; false on timeout or when no event arrived for {@code stall}. */
     boolean await(long n, Duration timeout, Duration stall) throws InterruptedException {
+        return await(n, timeout, stall, () -> true);
+    }
+
+    /** As above, and false as soon as {@code alive} says the contender is gone. */
+    boolean await(long n, Duration timeout, Duration stall, java.util.function.BooleanSupplier alive) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         long lastCount = -1;
         long lastChange = System.nanoTime();
         while (count.get() < n) {
             long now = System.nanoTime();
-            if (now > deadline) {
+            if (now > deadline || !alive.getAsBoolean()) {
                 return false;
             }
             long c = count.get();

@@ -132,15 +132,18 @@ public final class Benchmark {
         c.start();
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
-        boolean all = c.arrivals().await(events, Duration.ofMinutes(10), Duration.ofSeconds(90));
+        double machine0 = ProcessStats.machineBusySeconds();
+        boolean all = c.arrivals().await(events, Duration.ofMinutes(10), Duration.ofSeconds(90), c::alive);
+        double machine = ProcessStats.machineBusySeconds() - machine0;
         double cpu = stats == null ? Double.NaN : stats.cpuSeconds() - cpu0;
         double rss = stats == null ? Double.NaN : stats.peakRssMiB();
         LOG.info("{}: {} of {} events, {} events/s", c.name(), c.arrivals().count(), events, Results.fmt0(c.arrivals().rate()));
         if (!all) {
-            results.notes.add(c.name() + " (" + txnSize + "-row): only " + c.arrivals().count() + " of " + events + " events arrived");
+            results.notes.add(c.name() + " (" + txnSize + "-row): only " + c.arrivals().count() + " of " + events + " events arrived"
+                    + (c.alive() ? "" : " (its process exited)"));
         }
         results.throughput.add(new Results.Throughput(db.postgres ? "Postgres" : "MariaDB", c.name(), txnSize, c.arrivals().count(),
-                c.arrivals().rate(), cpu, rss));
+                c.arrivals().rate(), cpu, rss, machine));
     }
 
     /** Single-row transactions at 1k and 5k events/s; each contender on a fresh slot, so none starts behind. */

@@ -17,6 +17,11 @@ interface Contender extends AutoCloseable {
         return null;
     }
 
+    /** False once its process has exited on its own. */
+    default boolean alive() {
+        return true;
+    }
+
     @Override
     void close() throws Exception;
 }

@@ -106,6 +106,10 @@ final class DebeziumServerContender implements Contender {
     public Duration start() throws Exception {
         String topicPrefix = "bench-dbzs-" + slot.replace('_', '-');
         Files.createDirectories(home.resolve("data"));
+        // Each run starts a new Postgres whose LSNs begin again at zero: an offset kept from an earlier run would make
+        // the connector skip everything below it.
+        Files.deleteIfExists(home.resolve("data/offsets-" + slot + ".dat"));
+        Files.deleteIfExists(home.resolve("data/" + slot + ".log"));
         Files.writeString(home.resolve("config/application.properties"), String.join("\n",
                 "debezium.sink.type=kafka",
                 "debezium.sink.kafka.producer.bootstrap.servers=" + bootstrap,
@@ -139,6 +143,7 @@ final class DebeziumServerContender implements Contender {
                 "debezium.format.value.schemas.enable=false",
                 "debezium.format.key=json",
                 "debezium.format.key.schemas.enable=false",
+                "debezium.format.header.schemas.enable=false", // the id header as a plain JSON string
                 "quarkus.http.port=" + port,
                 "quarkus.log.level=INFO",
                 ""));
@@ -147,13 +152,19 @@ final class DebeziumServerContender implements Contender {
         }
         long t0 = System.nanoTime();
         process = ChildProcess.start(List.of("bash", "run.sh"), home,
-                Map.of("JAVA_HOME", javaBinary.getParent().getParent().toString(), "JAVA_OPTS", "-Xmx1g --add-opens java.base/java.lang=ALL-UNNAMED"), home.resolve("data/" + slot + ".log"));
+                Map.of("JAVA_HOME", javaBinary.getParent().getParent().toString(), "JAVA_OPTS", "-Xmx1g --add-opens java.base/java.lang=ALL-UNNAMED"),
+                home.resolve("data/" + slot + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/q/health/ready", Duration.ofSeconds(180), t0);
     }
 
     @Override
     public Arrivals arrivals() {
         return kafka.arrivals();
+    }
+
+    @Override
+    public boolean alive() {
+        return process == null || process.process.isAlive();
     }
 
     @Override

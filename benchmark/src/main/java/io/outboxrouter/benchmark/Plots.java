@@ -36,6 +36,9 @@ final class Plots {
                 .yAxisTitle("ms (log scale)").build();
         style(latency);
         latency.getStyler().setYAxisLogarithmic(true);
+        // Bars start at zero, which a log axis cannot show: points instead.
+        latency.getStyler().setDefaultSeriesRenderStyle(org.knowm.xchart.CategorySeries.CategorySeriesRenderStyle.Scatter);
+        latency.getStyler().setMarkerSize(10);
         var x = new ArrayList<String>();
         var p50 = new ArrayList<Double>();
         var p99 = new ArrayList<Double>();

@@ -25,6 +25,22 @@ final class ProcessStats {
         }
     }
 
+    /** CPU seconds the whole machine spent busy so far (all cores, from /proc/stat), or NaN. */
+    static double machineBusySeconds() {
+        try {
+            String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+            long busy = 0;
+            for (int i = 1; i < f.length; i++) {
+                if (i != 4 && i != 5) { // idle, iowait
+                    busy += Long.parseLong(f[i]);
+                }
+            }
+            return busy / (double) TICKS_PER_SECOND;
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
     /** Peak resident memory in MiB (VmHWM), or NaN. */
     double peakRssMiB() {
         try {

@@ -69,7 +69,7 @@ final class RouterContender implements Contender {
         var command = new java.util.ArrayList<>(List.of(java, "-Xmx1g"));
         String extra = System.getenv("BENCH_ROUTER_JVM_OPTS"); // e.g. a JFR recording, for profiling
         if (extra != null && !extra.isBlank()) {
-            command.addAll(List.of(extra.replace("{name}", name).split(" ")));
+            command.addAll(List.of(extra.replace("{name}", name + "-" + System.currentTimeMillis()).split(" ")));
         }
         command.addAll(List.of("-jar", Benchmark.routerJar().toString(), "run", "--config", config.toString()));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(name + ".log"));
@@ -85,6 +85,11 @@ final class RouterContender implements Contender {
     @Override
     public Arrivals arrivals() {
         return kafka.arrivals();
+    }
+
+    @Override
+    public boolean alive() {
+        return process == null || process.process.isAlive();
     }
 
     @Override

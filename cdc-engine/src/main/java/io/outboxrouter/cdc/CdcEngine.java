@@ -55,7 +55,9 @@ public final class CdcEngine implements AutoCloseable {
         this.consumer = new BatchConsumer(handler, new TransactionBoundaries(name), new ChangeRecords(config.source().kind().isBinlog() ? ChangeRecords::binlogPosition : ChangeRecords::postgresPosition));
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(ConnectorProperties.of(config))
-                .using(OffsetCommitPolicy.always()) // every batch: what is staged is only ever up to a transaction END
+                // What is staged is only ever up to a transaction END whose events Kafka acknowledged; storing it on
+                // every batch would put a database round trip in each batch's path.
+                .using(commitPolicy(config.offsets().commitInterval()))
                 .using((success, message, error) -> {
                     if (success) {
                         LOG.info("Engine {} stopped: {}", name, message);
@@ -67,6 +69,16 @@ public final class CdcEngine implements AutoCloseable {
                 .notifying(consumer)
                 .build();
         this.thread = Executors.newSingleThreadExecutor(r -> new Thread(r, "cdc-engine-" + name));
+    }
+
+    private OffsetCommitPolicy commitPolicy(Duration interval) {
+        return (sinceLastCommit, timeSinceLastCommit) -> {
+            boolean commit = interval.isZero() || timeSinceLastCommit.compareTo(interval) >= 0;
+            if (commit && sinceLastCommit > 0) {
+                consumer.handler.positionStored();
+            }
+            return commit;
+        };
     }
 
     /**
@@ -227,9 +239,6 @@ public final class CdcEngine implements AutoCloseable {
                 storedOnce = true;
             }
             committer.markBatchFinished();
-            if (safe >= 0) {
-                handler.positionStored();
-            }
             if (pendingDrain != null) {
                 pendingDrain.batchStored(marker, safe);
             }

@@ -7,6 +7,8 @@ import java.util.Optional;
  *
  * @param schemaHistoryTable for MySQL/MariaDB: the table shapes at each binlog position, beside the offsets
  * @param connection empty to use the source database
+ * @param commitInterval how often the acknowledged position is stored; {@link java.time.Duration#ZERO} after every batch
  */
-public record OffsetsConfig(String table, String schemaHistoryTable, Optional<JdbcConnection> connection) {
+public record OffsetsConfig(String table, String schemaHistoryTable, Optional<JdbcConnection> connection,
+                            java.time.Duration commitInterval) {
 }

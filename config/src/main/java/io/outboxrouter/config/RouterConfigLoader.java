@@ -30,6 +30,8 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_TOPIC = "outbox.event.${aggregatetype}";
     public static final String DEFAULT_DEAD_LETTER_TOPIC = "outbox.dead-letters";
     public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
+    /** Storing the position after every batch costs a database round trip per batch; after a crash, at most this much is sent again. */
+    public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ofMillis(500);
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
@@ -258,7 +260,11 @@ public final class RouterConfigLoader {
         url.filter(u -> !u.startsWith("jdbc:")).ifPresent(u ->
                 n.problem(n.key("url"), "must be a JDBC URL (was \"" + u + "\")"));
         var connection = url.map(u -> new JdbcConnection(u, user.orElse(null), password.orElse(Secret.of(""))));
-        return new OffsetsConfig(table, historyTable, connection);
+        var commitInterval = n.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
+        if (commitInterval.isNegative()) {
+            n.problem(n.key("commit-interval"), "must not be negative (was " + commitInterval + ")");
+        }
+        return new OffsetsConfig(table, historyTable, connection, commitInterval);
     }
 
     private static HttpConfig http(ConfigNode n) {
