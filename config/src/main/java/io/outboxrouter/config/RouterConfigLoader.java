@@ -30,8 +30,11 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_TOPIC = "outbox.event.${aggregatetype}";
     public static final String DEFAULT_DEAD_LETTER_TOPIC = "outbox.dead-letters";
     public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
-    /** Storing the position after every batch costs a database round trip per batch; after a crash, at most this much is sent again. */
-    public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ofMillis(500);
+    /**
+     * After every batch: the fewest duplicates after a crash. Measured, a 500 ms interval did not drain faster on a
+     * local database (within the noise) and sent 5 to 10 times more duplicates after SIGKILL.
+     */
+    public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ZERO;
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
