@@ -152,6 +152,7 @@ public final class Benchmark {
         db.createSlot(router.slot());
         try (router) {
             Duration start = router.start();
+            idleCpu(router);
             measureLatency(db, router);
             Duration restart = router.restart();
             results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
@@ -175,6 +176,16 @@ public final class Benchmark {
                 measureLatency(db, relay);
             }
         }
+    }
+
+    /** What a streaming router costs while nothing is written: its polling of the replication stream. */
+    private void idleCpu(Contender c) throws InterruptedException {
+        Thread.sleep(5_000); // past the start's JIT work
+        double cpu0 = c.stats().cpuSeconds();
+        Thread.sleep(20_000);
+        double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
+        LOG.info("{}: {}% of a core while idle", c.name(), Results.fmt1(percent));
+        results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core.", c.name(), percent));
     }
 
     private void measureLatency(BenchDb db, Contender c) throws Exception {
