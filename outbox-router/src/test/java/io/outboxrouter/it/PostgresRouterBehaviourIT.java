@@ -39,6 +39,21 @@ class PostgresRouterBehaviourIT {
                 """.formatted(topics, topics, extra, OutboxContract.kafka(), port > 0, Math.max(port, 0));
     }
 
+    private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+
+    /** The body of a GET on the router's HTTP port. */
+    private static String httpGet(int port, String path) {
+        try {
+            return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void aSecondRouterWithTheSameNameStandsByAndTakesOverWhenTheFirstStops() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("standby"));
@@ -157,15 +172,7 @@ class PostgresRouterBehaviourIT {
         String topics = unique("metrics");
         int port = OutboxContract.freePort();
         var config = RouterConfigLoader.parse(yaml(db, unique("metrics-router").replace('_', '-'), topics, "", port), Map.of());
-        var http = java.net.http.HttpClient.newHttpClient();
-        java.util.function.Function<String, String> get = path -> {
-            try {
-                return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
-                        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        };
+        java.util.function.Function<String, String> get = path -> httpGet(port, path);
         try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
              var c = db.connect()) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
@@ -202,15 +209,7 @@ class PostgresRouterBehaviourIT {
                 .replace("bootstrap-servers: " + OutboxContract.kafka(), "bootstrap-servers: 127.0.0.1:" + OutboxContract.freePort()
                         + "\n  give-up-after: 60s\n  producer: { max.block.ms: \"200\" }");
         var config = RouterConfigLoader.parse(yaml, Map.of());
-        var http = java.net.http.HttpClient.newHttpClient();
-        java.util.function.Function<String, String> get = path -> {
-            try {
-                return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
-                        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        };
+        java.util.function.Function<String, String> get = path -> httpGet(port, path);
         try (var router = Router.start(config); var c = db.connect()) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
             db.insert(c, TestEvent.of("Order", "o-1", 1));
