@@ -71,6 +71,28 @@ class MariaDbRouterBehaviourIT {
         }
     }
 
+    @Test
+    void aFirstStartThatSeesNoOutboxEventStillStoresAPositionSoRowsWrittenWhileStoppedArePublished() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("quiet"));
+        String topics = OutboxContract.unique("quiet");
+        String name = OutboxContract.unique("quiet-router").replace('_', '-');
+        var config = RouterConfigLoader.parse("name: " + name + "\n" + db.sourceYaml() + "routing: { topic: \"" + topics
+                + ".${aggregatetype}\" }\nkafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n", Map.of());
+        try (var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            Thread.sleep(1000); // streaming, with nothing to publish
+        }
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            var e = TestEvent.of("Order", "o-1", 1);
+            db.insert(c, e); // while no router runs
+            c.commit();
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                kafka.awaitIds(Set.of(e.id()), Duration.ofSeconds(30));
+            }
+        }
+    }
+
     private static int cli(String... args) {
         return new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute(args);
     }
