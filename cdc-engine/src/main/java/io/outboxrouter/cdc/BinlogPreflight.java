@@ -2,7 +2,6 @@ package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,7 +30,7 @@ final class BinlogPreflight {
     static List<Check> checks(SourceConfig source) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
-        try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
+        try (Connection c = conn.open()) {
             checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
             expect(c, "log_bin", "ON", "start the server with --log-bin (log_bin = ON in my.cnf)", checks);
             expect(c, "binlog_format", "ROW", "SET GLOBAL binlog_format = 'ROW' (and binlog_format = ROW in my.cnf)", checks);

@@ -14,8 +14,4 @@ public interface ChangeHandler {
      * @throws Exception to stop the engine without storing this batch's position; the batch is read again on restart
      */
     void handle(List<ChangeEvent> batch) throws Exception;
-
-    /** Called after the engine stored the source position at a transaction boundary (for metrics). */
-    default void positionStored() {
-    }
 }

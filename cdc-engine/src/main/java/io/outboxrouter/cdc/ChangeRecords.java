@@ -2,6 +2,8 @@ package io.outboxrouter.cdc;
 
 import java.nio.ByteBuffer;
 import java.time.Instant;
+import java.util.Date;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -50,21 +52,6 @@ final class ChangeRecords {
                 tsMs == null ? null : Instant.ofEpochMilli(tsMs)));
     }
 
-    /** Postgres LSNs the way Postgres prints them: {@code 0/16B3748}. */
-    static String postgresPosition(Struct source) {
-        Long lsn = source.getInt64("lsn");
-        return lsn == null ? "lsn:unknown" : "lsn:" + Long.toHexString(lsn >>> 32).toUpperCase() + "/"
-                + Long.toHexString(lsn & 0xFFFFFFFFL).toUpperCase();
-    }
-
-    /** A binlog coordinate: {@code binlog:mysql-bin.000003:1234}, with the GTID when the server has one. */
-    static String binlogPosition(Struct source) {
-        String file = source.getString("file");
-        Long pos = source.getInt64("pos");
-        String gtid = source.schema().field("gtid") != null ? source.getString("gtid") : null;
-        return "binlog:" + file + ":" + pos + (gtid == null ? "" : ",gtid:" + gtid);
-    }
-
     private static Object plain(Schema schema, Object v) {
         if (v == null) {
             return null;
@@ -87,10 +74,10 @@ final class ChangeRecords {
                     return v;
             }
         }
-        if (v instanceof java.util.Date d) {
+        if (v instanceof Date d) {
             return d.toInstant().toString();
         }
-        if (v instanceof Struct || v instanceof Map || v instanceof java.util.List) {
+        if (v instanceof Struct || v instanceof Map || v instanceof List) {
             return v.toString();
         }
         return v;

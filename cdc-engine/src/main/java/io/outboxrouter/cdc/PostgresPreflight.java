@@ -2,7 +2,6 @@ package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -29,7 +28,7 @@ final class PostgresPreflight {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
         var conn = source.connection();
-        try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
+        try (Connection c = conn.open()) {
             if (source.postgres().heartbeat()) {
                 ensureHeartbeatTable(c, source.postgres().heartbeatTable());
             }
@@ -51,7 +50,7 @@ final class PostgresPreflight {
     static List<Check> checks(SourceConfig source) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
-        try (Connection c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal())) {
+        try (Connection c = conn.open()) {
             checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
             String level = scalar(c, "SHOW wal_level");
             checks.add("logical".equals(level) ? Check.pass("wal_level", "wal_level = logical")
@@ -110,7 +109,7 @@ final class PostgresPreflight {
 
     private static Check publicationCheck(Connection c, String publication, List<String> tables) throws SQLException {
         var published = publishedTables(c, publication);
-        String create = "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
+        String create = PostgresDdl.createPublication(publication, tables);
         if (published.isEmpty()) {
             return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
                     + "; this needs ownership of the tables, else run it as their owner)");
@@ -127,17 +126,20 @@ final class PostgresPreflight {
         }
     }
 
-    /** The heartbeat table: one row per router, upserted by the connector's heartbeat. */
-    static String heartbeatTableSql(String table) {
-        return "CREATE TABLE IF NOT EXISTS " + table + " (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL)";
-    }
-
     private static void ensureHeartbeatTable(Connection c, String table) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+            ps.setString(1, table);
+            try (var rs = ps.executeQuery()) {
+                if (rs.next() && rs.getBoolean(1)) {
+                    return;
+                }
+            }
+        }
         try (var st = c.createStatement()) {
-            st.execute(heartbeatTableSql(table));
+            st.execute(PostgresDdl.heartbeatTable(table));
         } catch (SQLException e) {
             throw new SourceSetupException("cannot create the heartbeat table " + table + " (" + e.getMessage()
-                    + "); create it: " + heartbeatTableSql(table), e);
+                    + "); create it: " + PostgresDdl.heartbeatTable(table), e);
         }
     }
 
@@ -168,7 +170,7 @@ final class PostgresPreflight {
             LOG.info("Using existing publication {}", publication);
             return;
         }
-        String sql = "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
+        String sql = PostgresDdl.createPublication(publication, tables);
         try (var st = c.createStatement()) {
             st.execute(sql);
         } catch (SQLException e) {

@@ -37,10 +37,6 @@ final class TransactionBoundaries {
         return safe;
     }
 
-    boolean isTransactionOpen() {
-        return open;
-    }
-
     private static boolean inTransaction(SourceRecord r) {
         if (r.value() instanceof Struct v && v.schema().field("transaction") != null) {
             return v.get("transaction") != null;

@@ -32,7 +32,8 @@ class TransactionBoundariesTest {
         var b = new TransactionBoundaries("router");
         var batch = List.of(marker("BEGIN"), row(true), row(true), marker("END"), marker("BEGIN"), row(true));
         assertThat(b.lastSafeIndex(batch)).isEqualTo(3);
-        assertThat(b.isTransactionOpen()).isTrue();
+        // Still inside the open transaction: the next batch has no safe place until its END.
+        assertThat(b.lastSafeIndex(List.of(row(true)))).isEqualTo(-1);
     }
 
     @Test
@@ -41,7 +42,8 @@ class TransactionBoundariesTest {
         assertThat(b.lastSafeIndex(List.of(marker("BEGIN"), row(true)))).isEqualTo(-1);
         assertThat(b.lastSafeIndex(List.of(row(true), row(true)))).isEqualTo(-1);
         assertThat(b.lastSafeIndex(List.of(row(true), marker("END")))).isEqualTo(1);
-        assertThat(b.isTransactionOpen()).isFalse();
+        // Closed: a record outside any transaction is safe again.
+        assertThat(b.lastSafeIndex(List.of(row(false)))).isZero();
     }
 
     @Test

@@ -1,5 +1,19 @@
 package io.outboxrouter.config;
 
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+
 /** A JDBC URL with its credentials. The password is a {@link Secret}, so printing this record is safe. */
 public record JdbcConnection(String url, String user, Secret password) {
+
+    /** Opens a new connection; the one way the router connects to a database outside its pools. */
+    public Connection open() throws SQLException {
+        return DriverManager.getConnection(url, user, password.reveal());
+    }
+
+    /** The URL without its query string (which may carry credentials), for messages. */
+    public String displayUrl() {
+        return url.replaceAll("\\?.*", "");
+    }
 }

@@ -29,5 +29,18 @@ public record OutboxConfig(Columns columns, Map<String, String> headers, Payload
     /** Column names; the defaults are Debezium EventRouter's, so existing outbox tables work unchanged. */
     public record Columns(String id, String aggregateType, String aggregateId, String type, String payload) {
         public static final Columns DEFAULTS = new Columns("id", "aggregatetype", "aggregateid", "type", "payload");
+        /** The logical field names a topic template may use whatever the columns are called. */
+        public static final java.util.List<String> LOGICAL_FIELDS = java.util.List.of("id", "aggregatetype", "aggregateid", "type");
+
+        /** The column a template placeholder reads: a logical field name maps to its configured column, anything else is a column. */
+        public String column(String placeholder) {
+            return switch (placeholder) {
+                case "id" -> id;
+                case "aggregatetype" -> aggregateType;
+                case "aggregateid" -> aggregateId;
+                case "type" -> type;
+                default -> placeholder;
+            };
+        }
     }
 }

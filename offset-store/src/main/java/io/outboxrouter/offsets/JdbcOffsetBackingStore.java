@@ -30,9 +30,14 @@ import org.slf4j.LoggerFactory;
 public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private static final Logger LOG = LoggerFactory.getLogger(JdbcOffsetBackingStore.class);
 
+    /** The engine property that names this store's {@link OffsetStoreStats} bean. */
+    public static final String INSTANCE_PROPERTY = OffsetTableSettings.OFFSETS_PREFIX + "instance";
+
     private OffsetTableSettings settings;
+    private String instance;
     private OffsetTable table;
     private ExecutorService executor;
+    private OffsetStoreStats stats;
 
     /** Instantiated by the engine through reflection; settings arrive in {@link #configure}. */
     public JdbcOffsetBackingStore() {
@@ -41,6 +46,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     @Override
     public void configure(WorkerConfig config) {
         settings = OffsetTableSettings.fromProperties(OffsetTableSettings.OFFSETS_PREFIX, config.originalsStrings());
+        instance = config.originalsStrings().getOrDefault(INSTANCE_PROPERTY, "default");
     }
 
     @Override
@@ -50,7 +56,8 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
             t.setDaemon(true);
             return t;
         });
-        table = OffsetTable.open(settings);
+        stats = OffsetStoreStats.register(settings.routerName(), instance);
+        table = OffsetTable.open(settings, stats);
         table.createIfMissing();
         LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(),
                 table.read(settings.routerName()).size());
@@ -72,6 +79,9 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         }
         if (table != null) {
             table.close();
+        }
+        if (stats != null) {
+            stats.unregister();
         }
     }
 
@@ -96,7 +106,10 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
                 .whenComplete((ok, error) -> {
                     Throwable cause = error != null && error.getCause() != null ? error.getCause() : error;
                     if (cause != null) {
+                        stats.failed(cause);
                         LOG.error("Could not store offsets of router {}: {}", settings.routerName(), cause.getMessage());
+                    } else {
+                        stats.stored();
                     }
                     if (callback != null) {
                         callback.onCompletion(cause, null);

@@ -27,16 +27,23 @@ final class JdbcStore implements AutoCloseable {
     private final String table;
     private final SqlDialect dialect;
     private final Retry retry;
+    private final Retry.Listener retries;
 
-    private JdbcStore(HikariDataSource dataSource, String table, SqlDialect dialect, Retry retry) {
+    private JdbcStore(HikariDataSource dataSource, String table, SqlDialect dialect, Retry retry, Retry.Listener retries) {
         this.dataSource = dataSource;
         this.table = table;
         this.dialect = dialect;
         this.retry = retry;
+        this.retries = retries;
     }
 
     /** Connections are made lazily: an unreachable database fails the first call, not this one. */
     static JdbcStore open(OffsetTableSettings settings, String poolName) {
+        return open(settings, poolName, Retry.Listener.NONE);
+    }
+
+    /** @param retries told about each retried failure */
+    static JdbcStore open(OffsetTableSettings settings, String poolName, Retry.Listener retries) {
         var hc = new HikariConfig();
         hc.setPoolName(poolName);
         hc.setJdbcUrl(settings.url());
@@ -50,7 +57,7 @@ final class JdbcStore implements AutoCloseable {
         hc.setValidationTimeout(2_000);
         hc.setInitializationFailTimeout(-1);
         hc.setAutoCommit(false);
-        return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry());
+        return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry(), retries);
     }
 
     String table() {
@@ -64,7 +71,7 @@ final class JdbcStore implements AutoCloseable {
     /** Runs one unit of work in its own transaction, retrying transient failures. */
     <T> T run(String operation, Work<T> work) {
         try {
-            return retry.call(operation, JdbcStore::isTransient, LOG, () -> {
+            return retry.call(operation, JdbcStore::isTransient, LOG, retries, () -> {
                 try (var c = dataSource.getConnection()) {
                     try {
                         T result = work.apply(c);

@@ -1,5 +1,6 @@
 package io.outboxrouter.offsets;
 
+import io.outboxrouter.retry.Retry;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -28,7 +29,12 @@ public final class OffsetTable implements AutoCloseable {
 
     /** Opens a small connection pool; connections are made lazily, so an unreachable database fails the first call, not this one. */
     public static OffsetTable open(OffsetTableSettings settings) {
-        return new OffsetTable(JdbcStore.open(settings, "offsets-" + settings.routerName()));
+        return open(settings, Retry.Listener.NONE);
+    }
+
+    /** @param retries told about each failed attempt that is retried */
+    public static OffsetTable open(OffsetTableSettings settings, Retry.Listener retries) {
+        return new OffsetTable(JdbcStore.open(settings, "offsets-" + settings.routerName(), retries));
     }
 
     public String table() {

@@ -1,5 +1,7 @@
 package io.outboxrouter.offsets;
 
+import io.outboxrouter.config.JdbcConnection;
+import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.Secret;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
@@ -26,14 +28,19 @@ public record OffsetTableSettings(String routerName, String url, String user, Se
     public static final Retry DEFAULT_RETRY = new Retry(Duration.ofMillis(100), Duration.ofSeconds(5), Duration.ofSeconds(30));
 
     /** A router's offsets table: its own connection when configured, else the source database's. */
-    public static OffsetTableSettings offsets(io.outboxrouter.config.RouterConfig c) {
+    public static OffsetTableSettings offsets(RouterConfig c) {
         var conn = c.offsetsConnection();
         return new OffsetTableSettings(c.name(), conn.url(), conn.user(), conn.password(), c.offsets().table(), DEFAULT_RETRY);
     }
 
     /** A binlog router's schema history table, beside its offsets. */
-    public static OffsetTableSettings schemaHistory(io.outboxrouter.config.RouterConfig c) {
+    public static OffsetTableSettings schemaHistory(RouterConfig c) {
         return offsets(c).withTable(c.offsets().schemaHistoryTable());
+    }
+
+    /** The connection to the database that holds the table. */
+    public JdbcConnection connection() {
+        return new JdbcConnection(url, user, password);
     }
 
     /** The same connection with another table (the schema history beside the offsets). */

@@ -5,8 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.HexFormat;
 import java.util.Optional;
 
 /**
@@ -31,7 +31,7 @@ public final class RouterLock implements AutoCloseable {
      * @throws SQLException when the database cannot be reached or refuses the statement
      */
     public static Optional<RouterLock> tryAcquire(OffsetTableSettings settings) throws SQLException {
-        var c = DriverManager.getConnection(settings.url(), settings.user(), settings.password().reveal());
+        var c = settings.connection().open();
         try {
             SqlDialect dialect = SqlDialect.of(settings.url());
             String sql = dialect == SqlDialect.POSTGRES ? "SELECT pg_try_advisory_lock(?)" : "SELECT GET_LOCK(?, 0)";
@@ -60,7 +60,7 @@ public final class RouterLock implements AutoCloseable {
 
     /** Where the lock lives, for messages: {@code router orders (lock in jdbc:postgresql://db:5432/shop)}. */
     public static String describe(OffsetTableSettings settings) {
-        return "router " + settings.routerName() + " (lock in " + settings.url().replaceAll("\\?.*", "") + ")";
+        return "router " + settings.routerName() + " (lock in " + settings.connection().displayUrl() + ")";
     }
 
     /** Whether the session that holds the lock is still alive; when it is not, the lock is gone too. */
@@ -97,7 +97,7 @@ public final class RouterLock implements AutoCloseable {
         if (name.length() <= 64) {
             return name;
         }
-        return "outbox-router:" + java.util.HexFormat.of().formatHex(sha256(name), 0, 24);
+        return "outbox-router:" + HexFormat.of().formatHex(sha256(name), 0, 24);
     }
 
     private static byte[] sha256(String s) {

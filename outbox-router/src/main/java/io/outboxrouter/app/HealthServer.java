@@ -3,6 +3,7 @@ package io.outboxrouter.app;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.outboxrouter.config.HttpConfig;
+import io.outboxrouter.metrics.RouterMetrics;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -10,12 +11,16 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * {@code /health/live}, {@code /health/ready} (ready = streaming from the source), {@code /metrics} (Prometheus),
- * {@code /status} (JSON) and {@code /} (an HTML status page), on loopback by default.
+ * {@code /status} (JSON) and {@code /} (an HTML status page), on loopback by default. The health checks answer from
+ * memory, and several threads serve requests, so a probe never waits behind a slow status page.
  */
 final class HealthServer implements AutoCloseable {
+    private static final int THREADS = 4;
+
     private final HttpServer server;
     private final ExecutorService executor;
 
@@ -24,25 +29,25 @@ final class HealthServer implements AutoCloseable {
         this.executor = executor;
     }
 
-    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, java.util.function.Supplier<RouterStatus> status,
-                              io.outboxrouter.metrics.RouterMetrics metrics) {
+    static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready,
+                              Supplier<RouterStatus> status, RouterMetrics metrics) {
         try {
             var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
-            var executor = Executors.newSingleThreadExecutor(r -> {
+            var executor = Executors.newFixedThreadPool(THREADS, r -> {
                 var t = new Thread(r, "http-" + routerName);
                 t.setDaemon(true);
                 return t;
             });
             server.setExecutor(executor);
             server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
-            server.createContext("/health/ready", ex -> answer(ex, status.get().streaming(), "ready"));
+            server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
             server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape()));
             server.createContext("/status", ex -> send(ex, 200, "application/json", status.get().toJson()));
             server.createContext("/", ex -> {
                 if (!"/".equals(ex.getRequestURI().getPath())) {
                     send(ex, 404, "text/plain; charset=utf-8", "not found; see / for the status page\n");
                 } else {
-                    send(ex, 200, "text/html; charset=utf-8", status.get().toHtml());
+                    send(ex, 200, "text/html; charset=utf-8", StatusPage.render(status.get()));
                 }
             });
             server.start();

@@ -1,54 +1,60 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.CdcEngine;
+import io.outboxrouter.cdc.SlotMonitor;
+import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.metrics.RouterMetrics;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
-import io.outboxrouter.offsets.OffsetTable;
-import io.outboxrouter.offsets.OffsetTableSettings;
-import io.outboxrouter.offsets.RouterLock;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The composition root: wires config -> Kafka publisher -> routing -> HTTP -> router lock -> engine (with its offset
- * store), with plain constructors, and stops them in the reverse order. One process per router name streams; another
- * started with the same name stands by until the lock is free.
+ * The composition root: wires config -> metrics -> Kafka sink -> routing -> status and HTTP -> leadership -> engine
+ * (with its offset store), with plain constructors, and stops them in the reverse order. One process per router name
+ * streams ({@link Leadership}); another started with the same name stands by until the lock is free.
+ *
+ * <p>One record's way: {@link CdcEngine} (Debezium, source order, per-kind details in {@link Source}) ->
+ * {@link OutboxBatchHandler} -> {@link OutboxRouting} (pure: change in, Kafka record or rejection out) ->
+ * {@link EventSink} (Kafka acks) -> back in the engine, the position is stored at the last complete transaction.
  */
 public final class Router implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
-    private static final Duration STANDBY_POLL = Duration.ofSeconds(1);
-    private static final Duration LOCK_CHECK = Duration.ofSeconds(5);
 
     private final RouterConfig config;
-    private final KafkaPublisher publisher;
+    private final Source source;
+    private final EventSink sink;
     private final OutboxBatchHandler handler;
     private final RouterMetrics metrics;
     private final ScheduledExecutorService timer;
+    private final Leadership leadership;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final CompletableFuture<Void> active = new CompletableFuture<>();
     private volatile CdcEngine engine;
-    private volatile RouterLock lock;
     private volatile boolean closed;
-    private final java.time.Instant startedAt = java.time.Instant.now();
+    private Optional<SlotMonitor> monitor = Optional.empty();
+    private RecentProblems problems;
+    private StatusReport status;
     private HealthServer http;
-    private SlotMonitor slotMonitor;
-    private ProblemLog problems;
-    private OffsetTable statusOffsets;
 
-    private Router(RouterConfig config, KafkaPublisher publisher, OutboxBatchHandler handler, RouterMetrics metrics) {
+    private Router(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics) {
         this.config = config;
-        this.publisher = publisher;
+        this.source = source;
+        this.sink = sink;
         this.handler = handler;
         this.metrics = metrics;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -56,6 +62,7 @@ public final class Router implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer);
     }
 
     /**
@@ -63,21 +70,15 @@ public final class Router implements AutoCloseable {
      * soon as it is released. Fails fast, with the fix in the message, when the source is not set up.
      */
     public static Router start(RouterConfig config) {
-        var publisher = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200));
         var metrics = new RouterMetrics(config.name());
+        var sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
         var routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-        var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, publisher, metrics);
-        var router = new Router(config, publisher, handler, metrics);
+        var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics);
+        var router = new Router(config, Source.of(config), sink, handler, metrics);
         try {
-            router.startHttp();
-            var lock = router.tryLock();
-            if (lock.isPresent()) {
-                router.activate(lock.get());
-            } else {
-                LOG.info("Another process runs {}: standing by until it stops", RouterLock.describe(OffsetTableSettings.offsets(config)));
-                router.timer.schedule(router::standBy, STANDBY_POLL.toMillis(), TimeUnit.MILLISECONDS);
-            }
+            router.observe();
+            router.leadership.start(router::activate, router.completion::completeExceptionally);
             return router;
         } catch (RuntimeException e) {
             router.close();
@@ -85,37 +86,23 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    private void startHttp() {
-        if (config.source().kind().isBinlog()) {
-            slotMonitor = null;
-        } else {
-            slotMonitor = new SlotMonitor(config.source(), config.name());
-            metrics.retainedWal(slotMonitor::retainedBytes);
-        }
+    /** Metrics, the status report and the HTTP endpoints: up while standing by too. */
+    private void observe() {
+        monitor = source.monitor();
+        monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
-        problems = ProblemLog.attach(metrics);
+        metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
+        problems = RecentProblems.attach(config.name());
         if (config.http().enabled()) {
-            var s = OffsetTableSettings.offsets(config);
-            // The status page must answer quickly during an outage: a short retry budget, not the engine's 30 s.
-            statusOffsets = OffsetTable.open(new OffsetTableSettings(s.routerName(), s.url(), s.user(), s.password(), s.table(),
-                    new io.outboxrouter.retry.Retry(Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(2))));
-            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::status, metrics);
+            status = new StatusReport(config, metrics, monitor, problems);
+            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isStreaming,
+                    () -> status.read(state()), metrics);
         }
     }
 
-    private Optional<RouterLock> tryLock() {
-        try {
-            return RouterLock.tryAcquire(OffsetTableSettings.offsets(config));
-        } catch (SQLException e) {
-            throw new IllegalStateException("cannot take the lock of " + RouterLock.describe(OffsetTableSettings.offsets(config))
-                    + ": " + e.getMessage() + " (offsets.connection, or the source's connection when that is not set)", e);
-        }
-    }
-
-    /** Holds the lock: checks the source, starts the engine and watches the lock's session. */
-    private void activate(RouterLock acquired) {
-        this.lock = acquired;
-        var started = CdcEngine.start(config, handler);
+    /** Holds the lock: checks the source and starts the engine. */
+    private void activate(RouterLock lock) {
+        var started = CdcEngine.start(config, source, handler);
         this.engine = started;
         started.completion().whenComplete((v, e) -> {
             if (e == null) {
@@ -124,77 +111,21 @@ public final class Router implements AutoCloseable {
                 completion.completeExceptionally(e);
             }
         });
-        timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
         active.complete(null);
         LOG.info("Router {} started: {} -> {} ({}, topic {}){}", config.name(), config.source().tables(), config.kafka().bootstrapServers(),
-                config.source().kind().isBinlog() ? "binlog" : "slot " + config.source().postgres().slot(), config.routing().topic(),
+                source.describe(), config.routing().topic(),
                 http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
     }
 
-    private void standBy() {
-        if (closed || completion.isDone()) {
-            return;
-        }
-        Optional<RouterLock> acquired;
-        try {
-            acquired = tryLock();
-        } catch (RuntimeException e) {
-            LOG.warn("Router {} standing by: {}", config.name(), e.getMessage());
-            acquired = Optional.empty();
-        }
-        if (acquired.isEmpty()) {
-            timer.schedule(this::standBy, STANDBY_POLL.toMillis(), TimeUnit.MILLISECONDS);
-            return;
-        }
-        LOG.info("Router {}: the lock is free, taking over", config.name());
-        synchronized (this) {
-            if (closed) {
-                acquired.get().close();
-                return;
-            }
-            try {
-                activate(acquired.get());
-            } catch (RuntimeException e) {
-                // A setup error stops a standby as it stops a router at start.
-                lock = null;
-                acquired.get().close();
-                completion.completeExceptionally(e);
-            }
-        }
+    private RouterState state() {
+        return completion.isDone() ? RouterState.STOPPED : !isActive() ? RouterState.STANDBY
+                : isStreaming() ? RouterState.STREAMING : RouterState.CONNECTING;
     }
 
-    /** Without the lock a standby may already be streaming: stop rather than publish twice. */
-    private void checkLock() {
-        var held = lock;
-        if (held != null && !closed && !held.isHeld()) {
-            completion.completeExceptionally(new IllegalStateException("lost the lock of " + held.description()
-                    + ": its database session ended. Stopping so that only one process streams; start it again"));
-        }
-    }
-
-    /** A snapshot for {@code /status} and the status page. */
-    RouterStatus status() {
-        String state = completion.isDone() ? "stopped" : !isActive() ? "standby" : isStreaming() ? "streaming" : "connecting";
-        java.util.Map<String, String> offsets = java.util.Map.of();
-        String offsetsError = null;
-        if (statusOffsets != null) {
-            try {
-                offsets = statusOffsets.read(config.name());
-            } catch (RuntimeException e) {
-                offsetsError = "cannot read " + config.offsets().table() + ": " + e.getMessage();
-            }
-        }
-        String source = config.source().kind().toString().toLowerCase() + " " + config.source().connection().url().replaceAll("\\?.*", "")
-                + " " + config.source().tables();
-        return new RouterStatus(config.name(), state, source, startedAt, metrics.publishedTotal(), metrics.deadLetteredTotal(),
-                metrics.skippedTotal(), metrics.retriesTotal(), metrics.lastOffsetStored(), offsets, offsetsError,
-                slotMonitor == null ? null : slotMonitor.state(), problems == null ? java.util.List.of() : problems.recent(),
-                metrics.publishedPerMinute());
-    }
-
+    /** Whether this process reads the replication stream (from memory: the connector's own state, no query). */
     public boolean isStreaming() {
         var e = engine;
-        return e != null && e.isStreaming();
+        return e != null && !completion.isDone() && e.isStreaming();
     }
 
     /** Waits until streaming, the router stops, or the timeout; returns whether it is streaming. */
@@ -202,13 +133,12 @@ public final class Router implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
             active.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+        } catch (TimeoutException | ExecutionException e) {
             return false;
         }
         boolean streaming = engine.awaitStreaming(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         if (streaming) {
-            LOG.info("Router {} is streaming ({})", config.name(),
-                    config.source().kind().isBinlog() ? "binlog" : "slot " + config.source().postgres().slot());
+            LOG.info("Router {} is streaming ({})", config.name(), source.describe());
         }
         return streaming;
     }
@@ -238,7 +168,7 @@ public final class Router implements AutoCloseable {
         return metrics;
     }
 
-    /** Ordered shutdown: engine (stores the last durable offset) -> producer -> lock -> HTTP -> timers. */
+    /** Ordered shutdown: engine (stores the last durable offset) -> Kafka sink -> lock -> HTTP and status -> timers. */
     @Override
     public void close() {
         synchronized (this) {
@@ -254,24 +184,21 @@ public final class Router implements AutoCloseable {
             }
         } finally {
             try {
-                publisher.close();
+                sink.close();
             } finally {
-                if (lock != null) {
-                    lock.close();
-                }
+                leadership.close();
                 if (http != null) {
                     http.close();
                 }
-                if (statusOffsets != null) {
-                    statusOffsets.close();
+                if (status != null) {
+                    status.close();
                 }
                 if (problems != null) {
                     problems.detach();
                 }
-                if (slotMonitor != null) {
-                    slotMonitor.close();
-                }
+                monitor.ifPresent(SlotMonitor::close);
                 timer.shutdownNow();
+                metrics.close();
                 completion.complete(null);
             }
         }

@@ -1,13 +1,14 @@
 package io.outboxrouter.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.outboxrouter.cdc.CdcEngine;
+import io.outboxrouter.cdc.Source;
 import io.outboxrouter.cdc.Check;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetStoreException;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -38,7 +39,7 @@ final class CheckCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        var checks = new ArrayList<>(CdcEngine.checkSource(c.source()));
+        var checks = new ArrayList<>(Source.of(c).checks());
         checks.add(offsetsCheck(c));
         checks.addAll(kafkaChecks(c));
         boolean ok = checks.stream().allMatch(Check::ok);
@@ -75,7 +76,7 @@ final class CheckCommand implements Callable<Integer> {
     }
 
     private static List<Check> kafkaChecks(RouterConfig c) {
-        var props = new java.util.HashMap<String, Object>(c.kafka().producer());
+        var props = new HashMap<String, Object>(c.kafka().producer());
         props.keySet().removeIf(k -> !AdminClientConfig.configNames().contains(k));
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, c.kafka().bootstrapServers());
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) KAFKA_TIMEOUT.toMillis());

@@ -3,7 +3,7 @@ package io.outboxrouter.cli;
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.offsets.OffsetStoreException;
 import io.outboxrouter.retry.Retry;
-import io.outboxrouter.routing.OutboxBatchHandler;
+import io.outboxrouter.routing.UnroutableEventException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 
@@ -16,7 +16,7 @@ final class Failures {
         Throwable t = error;
         // Our own exceptions already say what happened and what to do; find one under the engine's wrappers.
         for (Throwable c = error; c != null; c = c.getCause()) {
-            if (c instanceof OutboxBatchHandler.UnroutableEventException || c instanceof Retry.GaveUpException
+            if (c instanceof UnroutableEventException || c instanceof Retry.GaveUpException
                     || c instanceof OffsetStoreException || c instanceof SourceSetupException) {
                 return c.getMessage();
             }

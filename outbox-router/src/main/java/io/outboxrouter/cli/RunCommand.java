@@ -9,6 +9,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 import sun.misc.Signal;
 
 @Command(name = "run", mixinStandardHelpOptions = true,
@@ -18,11 +19,11 @@ final class RunCommand implements Callable<Integer> {
     @Mixin
     ConfigOption config;
 
-    @picocli.CommandLine.Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "${env:OUTBOX_ROUTER_LOG_FORMAT:-text}",
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "${env:OUTBOX_ROUTER_LOG_FORMAT:-text}",
             description = "text (default) or json: one JSON object per log line, on stderr.")
     String logFormat;
 
-    @picocli.CommandLine.Option(names = "--once",
+    @Option(names = "--once",
             description = "Drain: publish every outbox row committed before the start, store the position, exit 0. "
                     + "Refuses (exit 1) while another process runs this router.")
     boolean once;

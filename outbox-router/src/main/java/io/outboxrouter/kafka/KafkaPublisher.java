@@ -1,6 +1,7 @@
 package io.outboxrouter.kafka;
 
 import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -8,10 +9,12 @@ import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
@@ -28,18 +31,27 @@ import org.slf4j.LoggerFactory;
  * with capped backoff, until the retry budget is spent: records may be duplicated, never skipped or reordered
  * for an aggregate's first delivery.
  */
-public final class KafkaPublisher implements AutoCloseable {
+public final class KafkaPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
-    private final Properties producerConfig;
+    private final Supplier<Producer<byte[], byte[]>> producers;
     private final Retry retry;
+    private final RouterListener listener;
     private Producer<byte[], byte[]> producer;
 
-    public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff) {
-        this.producerConfig = producerConfig(kafka, clientId);
-        this.retry = new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter());
-        this.producer = newProducer();
+    /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
+    public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
+        this(() -> new KafkaProducer<>(producerConfig(kafka, clientId)), new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()),
+                listener);
+    }
+
+    /** @param producers makes a producer at start and again after each failed batch (Kafka's {@code MockProducer} in tests) */
+    public KafkaPublisher(Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener) {
+        this.producers = producers;
+        this.retry = retry;
+        this.listener = listener;
+        this.producer = producers.get();
     }
 
     static Properties producerConfig(KafkaConfig kafka, String clientId) {
@@ -62,26 +74,13 @@ public final class KafkaPublisher implements AutoCloseable {
         return p;
     }
 
-    private Producer<byte[], byte[]> newProducer() {
-        return new KafkaProducer<>(producerConfig);
-    }
-
-    /** A record the broker will never take, at its index in the batch; every other record of the batch was acknowledged. */
-    public record Refused(int index, Exception error) {
-    }
-
-    /**
-     * Sends every record in order and waits for all acknowledgements.
-     *
-     * @return the records refused for good (larger than the producer accepts): every other record was acknowledged
-     * @throws Retry.GaveUpException when the batch could not be published within the retry budget, or hit an
-     *                               error that retrying cannot fix (authorization, configuration)
-     */
-    public List<Refused> publish(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException {
+    @Override
+    public List<Refused> send(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException {
         if (records.isEmpty()) {
             return List.of();
         }
-        return retry.call("publish " + records.size() + " records to Kafka", KafkaPublisher::isRetryable, LOG, () -> {
+        return retry.call("publish " + records.size() + " records to Kafka", KafkaPublisher::isRetryable, LOG,
+                (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
             try {
                 return sendAndAwait(records);
             } catch (Exception e) {
@@ -127,14 +126,14 @@ public final class KafkaPublisher implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.debug("Closing the failed producer: {}", e.getMessage());
         }
-        producer = newProducer();
+        producer = producers.get();
     }
 
     /** Setup errors and records the broker will never take are not retried; outages and timeouts are. */
     static boolean isRetryable(Throwable e) {
         return !(e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof InvalidConfigurationException
-                || e instanceof org.apache.kafka.common.config.ConfigException);
+                || e instanceof ConfigException);
     }
 
     @Override

@@ -2,30 +2,43 @@ package io.outboxrouter.metrics;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.logging.LogbackMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.outboxrouter.offsets.OffsetStoreStats;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
 
 /**
  * The router's metrics, in one Prometheus registry: events per topic, dead letters per reason, skipped rows, batch
- * sizes, publish time, commit-to-ack latency, source lag, age of the last stored offset, streaming. Written by the
- * engine's thread; read by the HTTP thread.
+ * sizes, publish time, commit-to-ack latency, source lag, retries, offset writes and their age, log events by level,
+ * streaming. Fed as a {@link RouterListener} by the engine's thread; read by the HTTP threads.
  */
-public final class RouterMetrics {
+public final class RouterMetrics implements RouterListener, AutoCloseable {
+    private static final String RETRIES = "outbox.router.retries";
+
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final DistributionSummary batchSize;
     private final Timer publishTime;
     private final Timer commitToAck;
     private final AtomicReference<Instant> lastCommitTime = new AtomicReference<>();
-    private final AtomicReference<Instant> lastOffsetStored = new AtomicReference<>();
-    private final java.util.concurrent.ConcurrentHashMap<String, Counter> publishedByTopic = new java.util.concurrent.ConcurrentHashMap<>();
-    private final Throughput throughput = new Throughput(java.time.Clock.systemUTC());
+    private final ConcurrentHashMap<String, Counter> publishedByTopic = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, AtomicLong> retries = new ConcurrentHashMap<>();
+    private final Throughput throughput = new Throughput(Clock.systemUTC());
+    private final LogbackMetrics logEvents = new LogbackMetrics();
+    private volatile Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore = Optional::empty;
 
     public RouterMetrics(String routerName) {
         registry.config().commonTags("router", routerName);
@@ -39,19 +52,33 @@ public final class RouterMetrics {
                 .register(registry);
         Gauge.builder("outbox.router.source.lag.seconds", this, m -> ageSeconds(m.lastCommitTime.get()))
                 .description("age of the last published event's source COMMIT (NaN before the first)").strongReference(true).register(registry);
-        Gauge.builder("outbox.router.offset.age.seconds", this, m -> ageSeconds(m.lastOffsetStored.get()))
+        // Warnings and errors of every component (Debezium's and Kafka's included), by level: logback_events_total.
+        logEvents.bindTo(registry);
+    }
+
+    /**
+     * Registers the offset store's counters, read from the running engine's store (empty while there is none): the age
+     * of the last stored position, failed writes, and its retries under {@code outbox_router_retries_total}.
+     */
+    public void offsetStore(Supplier<Optional<OffsetStoreStats.Snapshot>> store) {
+        this.offsetStore = store;
+        Gauge.builder("outbox.router.offset.age.seconds", store, s -> ageSeconds(s.get().map(OffsetStoreStats.Snapshot::lastStored).orElse(null)))
                 .description("time since the router last stored its source position (NaN before the first)").strongReference(true)
                 .register(registry);
+        FunctionCounter.builder("outbox.router.offset.writes.failed", store, s -> read(s, OffsetStoreStats.Snapshot::failed))
+                .description("offset writes that failed after their retry budget").register(registry);
+        FunctionCounter.builder(RETRIES, store, s -> read(s, OffsetStoreStats.Snapshot::retries))
+                .description("failed attempts retried with backoff, by operation").tag("operation", "offset_store").register(registry);
     }
 
     /** Registers the WAL a Postgres slot retains, as last measured (negative until the first measurement). */
-    public void retainedWal(java.util.function.LongSupplier bytes) {
+    public void retainedWal(LongSupplier bytes) {
         Gauge.builder("outbox.router.slot.retained.wal.bytes", bytes, b -> b.getAsLong() < 0 ? Double.NaN : b.getAsLong())
                 .description("WAL the replication slot keeps on the server (Postgres), measured every 15 s")
                 .strongReference(true).register(registry);
     }
 
-    /** Registers the streaming state, once the engine exists. */
+    /** Registers the streaming state. */
     public void streaming(BooleanSupplier streaming) {
         Gauge.builder("outbox.router.streaming", streaming, s -> s.getAsBoolean() ? 1 : 0)
                 .description("1 while connected to the source's replication stream")
@@ -59,48 +86,47 @@ public final class RouterMetrics {
                 .strongReference(true).register(registry);
     }
 
+    @Override
     public void published(String topic, Instant commitTime, Instant ackTime) {
         // Looked up once per topic: building and registering a meter per event showed in the profile.
         publishedByTopic.computeIfAbsent(topic, t -> Counter.builder("outbox.router.events.published").tag("topic", t).register(registry))
                 .increment();
         throughput.add(1);
         if (commitTime != null) {
-            commitToAck.record(Duration.between(commitTime, ackTime).isNegative() ? Duration.ZERO : Duration.between(commitTime, ackTime));
+            var latency = Duration.between(commitTime, ackTime);
+            commitToAck.record(latency.isNegative() ? Duration.ZERO : latency);
             lastCommitTime.accumulateAndGet(commitTime, (a, b) -> a == null || b.isAfter(a) ? b : a);
         }
     }
 
-    public void deadLettered(String kind) {
-        Counter.builder("outbox.router.dead.letters").tag("reason", kind).register(registry).increment();
+    @Override
+    public void deadLettered(String reason) {
+        Counter.builder("outbox.router.dead.letters").tag("reason", reason).register(registry).increment();
     }
 
-    public void skipped(String kind) {
-        Counter.builder("outbox.router.skipped").tag("reason", kind).register(registry).increment();
+    @Override
+    public void skipped(String reason) {
+        Counter.builder("outbox.router.skipped").tag("reason", reason).register(registry).increment();
     }
 
-    public void batch(int events, Duration publish) {
-        batchSize.record(events);
-        publishTime.record(publish);
+    @Override
+    public void batchPublished(int records, Duration took) {
+        batchSize.record(records);
+        publishTime.record(took);
     }
 
-    public void offsetStored() {
-        lastOffsetStored.set(Instant.now());
-    }
-
-    /** One failed attempt that is retried: {@code kafka_publish} or {@code offset_store}. */
-    public void retry(String operation) {
-        Counter.builder("outbox.router.retries").description("failed attempts retried with backoff, by operation")
-                .tag("operation", operation).register(registry).increment();
-    }
-
-    /** A WARN or ERROR logged by any component (retries apart), by level and logging class. */
-    public void problem(String level, String logger) {
-        Counter.builder("outbox.router.log.problems").description("warnings and errors logged, by level and class")
-                .tag("level", level).tag("logger", logger).register(registry).increment();
+    @Override
+    public void retrying(String operation, Throwable cause) {
+        retries.computeIfAbsent(operation, op -> {
+            var count = new AtomicLong();
+            FunctionCounter.builder(RETRIES, count, AtomicLong::doubleValue).description("failed attempts retried with backoff, by operation")
+                    .tag("operation", op).register(registry);
+            return count;
+        }).incrementAndGet();
     }
 
     public long retriesTotal() {
-        return (long) registry.find("outbox.router.retries").counters().stream().mapToDouble(Counter::count).sum();
+        return (long) registry.find(RETRIES).functionCounters().stream().mapToDouble(FunctionCounter::count).sum();
     }
 
     public long publishedTotal() {
@@ -120,8 +146,14 @@ public final class RouterMetrics {
         return throughput.perMinute();
     }
 
+    /** When the offset store last stored a position (only ever after Kafka acknowledged its events); null before the first. */
     public Instant lastOffsetStored() {
-        return lastOffsetStored.get();
+        return offsetStore.get().map(OffsetStoreStats.Snapshot::lastStored).orElse(null);
+    }
+
+    /** The offset store's counters, read now; empty while no engine runs. */
+    public Optional<OffsetStoreStats.Snapshot> offsetStoreStats() {
+        return offsetStore.get();
     }
 
     /** The Prometheus text exposition. */
@@ -129,8 +161,14 @@ public final class RouterMetrics {
         return registry.scrape();
     }
 
-    public MeterRegistry registry() {
-        return registry;
+    /** Detaches the log-event counter from the logging system; the counters stay readable. */
+    @Override
+    public void close() {
+        logEvents.close();
+    }
+
+    private static double read(Supplier<Optional<OffsetStoreStats.Snapshot>> store, ToLongFunction<OffsetStoreStats.Snapshot> value) {
+        return store.get().map(value::applyAsLong).orElse(0L);
     }
 
     private static double ageSeconds(Instant t) {

@@ -44,7 +44,7 @@ public final class DeadLetters {
         var row = change.row();
         var headers = new ArrayList<Header>();
         add(headers, HEADER_REASON, reject.reason());
-        add(headers, OutboxRouting.HEADER_ID, OutboxRouting.text(row.get(columns.id())));
+        add(headers, OutboxRouting.HEADER_ID, ColumnValues.text(row.get(columns.id())));
         add(headers, OutboxRouting.HEADER_POSITION, change.position());
         add(headers, OutboxRouting.HEADER_TABLE, change.table());
         add(headers, OutboxRouting.HEADER_COMMIT_TIME, change.commitTime() == null ? null : change.commitTime().toString());
@@ -52,8 +52,8 @@ public final class DeadLetters {
         Object aggregateId = row.get(columns.aggregateId());
         Object payload = row.get(columns.payload());
         return new ProducerRecord<>(topic, null,
-                aggregateId == null ? null : OutboxRouting.bytes(aggregateId),
-                payload == null ? null : OutboxRouting.bytes(payload), headers);
+                aggregateId == null ? null : ColumnValues.bytes(aggregateId),
+                payload == null ? null : ColumnValues.bytes(payload), headers);
     }
 
     private String columnsJson(ChangeEvent change) {

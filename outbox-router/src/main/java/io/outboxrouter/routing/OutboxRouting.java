@@ -1,13 +1,19 @@
 package io.outboxrouter.routing;
 
+import static io.outboxrouter.routing.ColumnValues.bytes;
+import static io.outboxrouter.routing.ColumnValues.text;
+
 import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.TopicTemplate;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -26,16 +32,16 @@ public final class OutboxRouting {
     public static final String HEADER_TABLE = "source.table";
     public static final String HEADER_COMMIT_TIME = "source.commit.time";
 
-    private final java.util.Set<String> outboxTables;
+    private final Set<String> outboxTables;
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
     private final TopicTemplate topic;
     private final OutboxConfig.PayloadFormat payloadFormat;
-    private final Map<String, Boolean> legalTopics = new java.util.HashMap<>();
+    private final Map<String, Boolean> legalTopics = new HashMap<>();
 
     /** @param outboxTables the captured tables that are outboxes; changes of any other (the heartbeat) publish nothing */
-    public OutboxRouting(java.util.Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
-        this.outboxTables = java.util.Set.copyOf(outboxTables);
+    public OutboxRouting(Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
+        this.outboxTables = Set.copyOf(outboxTables);
         this.columns = outbox.columns();
         this.headerColumns = outbox.headers();
         this.topic = topic;
@@ -72,7 +78,7 @@ public final class OutboxRouting {
         String aggregateType = text(row.get(columns.aggregateType()));
         String type = text(row.get(columns.type()));
 
-        Optional<String> rendered = topic.render(name -> value(name, row));
+        Optional<String> rendered = topic.render(placeholder -> text(row.get(columns.column(placeholder))));
         if (rendered.isEmpty()) {
             return reject(change, "illegal_topic", "topic template " + topic + " needs a value that is null in this row");
         }
@@ -117,17 +123,6 @@ public final class OutboxRouting {
         return known;
     }
 
-    /** A template placeholder's value: a logical field name maps to its configured column, anything else is a column. */
-    private String value(String placeholder, Map<String, Object> row) {
-        String column = switch (placeholder) {
-            case "id" -> columns.id();
-            case "aggregatetype" -> columns.aggregateType();
-            case "aggregateid" -> columns.aggregateId();
-            case "type" -> columns.type();
-            default -> placeholder;
-        };
-        return text(row.get(column));
-    }
 
     private static RoutingResult reject(ChangeEvent change, String kind, String reason) {
         return new RoutingResult.Reject(kind, reason, change);
@@ -137,17 +132,5 @@ public final class OutboxRouting {
         if (value != null) {
             headers.add(new RecordHeader(name, value.getBytes(StandardCharsets.UTF_8)));
         }
-    }
-
-    /** Payload and header bytes: binary columns as they are, text as UTF-8, never re-encoded into a JSON string. */
-    static byte[] bytes(Object v) {
-        return v instanceof byte[] b ? b : v.toString().getBytes(StandardCharsets.UTF_8);
-    }
-
-    static String text(Object v) {
-        if (v == null) {
-            return null;
-        }
-        return v instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : v.toString();
     }
 }

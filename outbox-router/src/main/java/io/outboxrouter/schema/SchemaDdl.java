@@ -1,8 +1,12 @@
 package io.outboxrouter.schema;
 
+import io.outboxrouter.cdc.PostgresDdl;
 import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SourceKind;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The DDL a database needs for the router, per dialect and from the configuration's names: the outbox table(s) with
@@ -12,14 +16,14 @@ import java.util.List;
  * @param role   the user the router connects as
  */
 public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
-                        String publication, String role, java.util.Optional<String> heartbeatTable) {
+                        String publication, String role, Optional<String> heartbeatTable) {
 
     /** The DDL for a router's configuration: its tables, column names, publication and user. */
-    public static SchemaDdl of(io.outboxrouter.config.RouterConfig c) {
+    public static SchemaDdl of(RouterConfig c) {
         var pg = c.source().postgres();
         return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
                 pg.publication(), c.source().connection().user(),
-                pg.heartbeat() && !c.source().kind().isBinlog() ? java.util.Optional.of(pg.heartbeatTable()) : java.util.Optional.empty());
+                pg.heartbeat() && !c.source().kind().isBinlog() ? Optional.of(pg.heartbeatTable()) : Optional.empty());
     }
 
     /** The outbox tables, one CREATE TABLE and one index each. */
@@ -55,16 +59,16 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         if (kind != SourceKind.POSTGRES) {
             return "";
         }
-        var published = new java.util.ArrayList<>(tables);
+        var published = new ArrayList<>(tables);
         var sb = new StringBuilder();
         heartbeatTable.ifPresent(t -> {
             sb.append("-- The heartbeat row (source.postgres.heartbeat-interval) keeps a quiet outbox's slot moving.\n")
-                    .append("CREATE TABLE ").append(t).append(" (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL);\n")
+                    .append(PostgresDdl.heartbeatTable(t)).append(";\n")
                     .append("GRANT INSERT, UPDATE ON ").append(t).append(" TO ").append(role).append(";\n");
             published.add(t);
         });
         return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is.\n")
-                .append("CREATE PUBLICATION ").append(publication).append(" FOR TABLE ").append(String.join(", ", published)).append(";\n")
+                .append(PostgresDdl.createPublication(publication, published)).append(";\n")
                 .toString();
     }
 

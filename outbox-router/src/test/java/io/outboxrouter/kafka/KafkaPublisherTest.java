@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.List;
@@ -19,8 +20,8 @@ class KafkaPublisherTest {
         var kafka = new KafkaConfig("127.0.0.1:1", Map.of("max.block.ms", "300", "delivery.timeout.ms", "600",
                 "request.timeout.ms", "300"), Duration.ofSeconds(2));
         long start = System.nanoTime();
-        try (var publisher = new KafkaPublisher(kafka, "test", Duration.ofMillis(100))) {
-            assertThatThrownBy(() -> publisher.publish(List.of(new ProducerRecord<>("t", "k".getBytes(), "v".getBytes()))))
+        try (var publisher = new KafkaPublisher(kafka, "test", Duration.ofMillis(100), RouterListener.NONE)) {
+            assertThatThrownBy(() -> publisher.send(List.of(new ProducerRecord<>("t", "k".getBytes(), "v".getBytes()))))
                     .isInstanceOf(Retry.GaveUpException.class)
                     .hasMessageStartingWith("publish 1 records to Kafka: giving up after ")
                     .hasMessageContaining("TimeoutException");

@@ -10,12 +10,16 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.Comparator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A real MariaDB 11.4 (embedded binaries from Maven) with a row-based binlog, on a private port. It can be stopped
  * and started again on the same data directory, to simulate an outage.
  */
 public final class MariaDbServer implements DatabaseServer {
+    private static final Logger LOG = LoggerFactory.getLogger(MariaDbServer.class);
     public static final String USER = "root";
     public static final String PASSWORD = "";
 
@@ -47,7 +51,9 @@ public final class MariaDbServer implements DatabaseServer {
                     .addArg("--max-connections=300")
                     .build();
             var db = DB.newEmbeddedDB(config);
+            long start = System.nanoTime();
             db.start();
+            LOG.info("MariaDB started on 127.0.0.1:{} in {} ms (data in {})", port, (System.nanoTime() - start) / 1_000_000, base);
             return new MariaDbServer(db, port, base);
         } catch (ManagedProcessException e) {
             throw new IllegalStateException("could not start embedded MariaDB", e);
@@ -104,6 +110,7 @@ public final class MariaDbServer implements DatabaseServer {
         stop();
         try {
             db.start();
+            LOG.info("MariaDB restarted on 127.0.0.1:{}", port);
         } catch (ManagedProcessException e) {
             throw new IllegalStateException(e);
         }
@@ -113,7 +120,7 @@ public final class MariaDbServer implements DatabaseServer {
     public void close() {
         stop();
         try (var files = Files.walk(baseDir)) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
         } catch (IOException e) {
             // A temp directory left behind is harmless.
         }

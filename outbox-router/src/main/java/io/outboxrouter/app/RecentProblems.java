@@ -4,38 +4,39 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.AppenderBase;
-import io.outboxrouter.metrics.RouterMetrics;
-import io.outboxrouter.retry.Retry;
 import java.time.Instant;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Every WARN and ERROR the process logs, whoever logs it (the router, Debezium, the Kafka client): counted in the
- * metrics (retries apart) and the last few kept for the status page. Attached to the root logger while a router runs.
+ * The last warnings and errors logged for one router, for its status page: by its own threads (named after it), by the
+ * engine's batch handling (MDC {@code router}) and by Debezium on its behalf (MDC {@code dbz.connectorName}, the
+ * router name). Counting every log event is Micrometer's Logback binder's job ({@code logback_events_total}).
  */
-final class ProblemLog extends AppenderBase<ILoggingEvent> {
-    /** One logged problem, for the status page. */
+final class RecentProblems extends AppenderBase<ILoggingEvent> {
+    /** One logged problem. */
     record Problem(Instant at, String level, String logger, String message) {
     }
 
     private static final int KEEP = 20;
     private final ArrayDeque<Problem> recent = new ArrayDeque<>(KEEP);
-    private final RouterMetrics metrics;
+    private final String routerName;
 
-    private ProblemLog(RouterMetrics metrics) {
-        this.metrics = metrics;
-        setName("problems");
+    private RecentProblems(String routerName) {
+        this.routerName = routerName;
+        setName("recent-problems-" + routerName);
     }
 
-    /** Attaches to logback's root logger; null when another SLF4J binding is in use (the router then logs as usual). */
-    static ProblemLog attach(RouterMetrics metrics) {
+    /** Attaches to logback's root logger; null when another SLF4J binding is in use (the page then lists none). */
+    static RecentProblems attach(String routerName) {
         if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
             return null;
         }
-        var log = new ProblemLog(metrics);
+        var log = new RecentProblems(routerName);
         log.setContext(context);
         log.start();
         context.getLogger(Logger.ROOT_LOGGER_NAME).addAppender(log);
@@ -51,13 +52,8 @@ final class ProblemLog extends AppenderBase<ILoggingEvent> {
 
     @Override
     protected void append(ILoggingEvent event) {
-        if (!event.getLevel().isGreaterOrEqual(Level.WARN)) {
+        if (!event.getLevel().isGreaterOrEqual(Level.WARN) || !ours(event)) {
             return;
-        }
-        if (Retry.RETRY_LOG.equals(event.getMessage())) {
-            metrics.retry(operation(event.getLoggerName()));
-        } else {
-            metrics.problem(event.getLevel().toString().toLowerCase(), shortName(event.getLoggerName()));
         }
         synchronized (recent) {
             if (recent.size() == KEEP) {
@@ -68,22 +64,19 @@ final class ProblemLog extends AppenderBase<ILoggingEvent> {
         }
     }
 
-    /** The newest first. */
-    List<Problem> recent() {
-        synchronized (recent) {
-            var newestFirst = new java.util.ArrayList<>(recent);
-            java.util.Collections.reverse(newestFirst);
-            return newestFirst;
-        }
+    private boolean ours(ILoggingEvent event) {
+        var mdc = event.getMDCPropertyMap();
+        return routerName.equals(mdc.get("router")) || routerName.equals(mdc.get("dbz.connectorName"))
+                || event.getThreadName() != null && event.getThreadName().contains(routerName);
     }
 
-    /** What was retried, as a bounded tag: the component whose retry loop logged it. */
-    private static String operation(String logger) {
-        return switch (shortName(logger)) {
-            case "KafkaPublisher" -> "kafka_publish";
-            case "JdbcStore" -> "offset_store";
-            default -> shortName(logger);
-        };
+    /** The newest first. */
+    List<Problem> newestFirst() {
+        synchronized (recent) {
+            var list = new ArrayList<>(recent);
+            Collections.reverse(list);
+            return list;
+        }
     }
 
     private static String shortName(String logger) {

@@ -13,8 +13,14 @@ import org.slf4j.Logger;
  */
 public record Retry(Duration initialBackoff, Duration maxBackoff, Duration giveUpAfter) {
 
-    /** The log line of every retry, one WARN per failed attempt; the router counts these as its retries metric. */
-    public static final String RETRY_LOG = "{} failed (attempt {}), retrying in {} ms: {}";
+    /** Told about every failed attempt that is retried (metrics, status); it must not block or throw. */
+    @FunctionalInterface
+    public interface Listener {
+        Listener NONE = (operation, attempt, cause) -> {
+        };
+
+        void retrying(String operation, int attempt, Throwable cause);
+    }
 
     /** One attempt at the operation. */
     @FunctionalInterface
@@ -39,6 +45,12 @@ public record Retry(Duration initialBackoff, Duration maxBackoff, Duration giveU
 
     public <T> T call(String operation, Predicate<Throwable> retryable, Logger log, Attempt<T> attempt)
             throws GaveUpException, InterruptedException {
+        return call(operation, retryable, log, Listener.NONE, attempt);
+    }
+
+    /** Runs {@code attempt} until it succeeds, fails for good, or the budget is spent; each retry is logged and told to {@code listener}. */
+    public <T> T call(String operation, Predicate<Throwable> retryable, Logger log, Listener listener, Attempt<T> attempt)
+            throws GaveUpException, InterruptedException {
         long start = System.nanoTime();
         long backoff = initialBackoff.toMillis();
         for (int attempts = 1; ; attempts++) {
@@ -56,7 +68,8 @@ public record Retry(Duration initialBackoff, Duration maxBackoff, Duration giveU
                     throw new GaveUpException(operation + ": giving up after " + attempts
                             + (attempts == 1 ? " attempt" : " attempts") + " over " + human(spent) + ": " + describe(e), e, true);
                 }
-                log.warn(RETRY_LOG, operation, attempts, backoff, describe(e));
+                log.warn("{} failed (attempt {}), retrying in {} ms: {}", operation, attempts, backoff, describe(e));
+                listener.retrying(operation, attempts, e);
                 Thread.sleep(backoff);
                 backoff = Math.min(backoff * 2, maxBackoff.toMillis());
             }

@@ -26,6 +26,19 @@ class RetryTest {
     }
 
     @Test
+    void tellsTheListenerAboutEachRetryButNotTheFinalSuccess() throws Exception {
+        var calls = new AtomicInteger();
+        var told = new java.util.ArrayList<String>();
+        FAST.call("publish", e -> true, LoggerFactory.getLogger(getClass()), (op, attempt, cause) -> told.add(op + "#" + attempt + ":" + cause.getMessage()), () -> {
+            if (calls.incrementAndGet() < 3) {
+                throw new IOException("broker down");
+            }
+            return null;
+        });
+        assertThat(told).containsExactly("publish#1:broker down", "publish#2:broker down");
+    }
+
+    @Test
     void givesUpWhenTheBudgetIsSpentAndSaysHowLong() {
         assertThatThrownBy(() -> FAST.call("write offsets", e -> true, LoggerFactory.getLogger(getClass()), () -> {
             throw new IOException("connection refused");

@@ -1,28 +1,27 @@
-package io.outboxrouter.app;
+package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.SourceConfig;
-import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** Measures, every 15 s, the router's Postgres slot: active, confirmed position, and the WAL it retains (the cost of falling behind). */
-final class SlotMonitor implements AutoCloseable {
+public final class SlotMonitor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
     private static final long PERIOD_SECONDS = 15;
 
-    private final SourceConfig source;
     /** The slot as last measured; {@code exists} false when the server has no such slot. */
-    record SlotState(String slot, boolean exists, boolean active, String confirmedFlushLsn, String walStatus, long retainedBytes,
-                     java.time.Instant measuredAt) {
+    public record SlotState(String slot, boolean exists, boolean active, String confirmedFlushLsn, String walStatus, long retainedBytes,
+                            Instant measuredAt) {
     }
 
-    private final AtomicLong retainedBytes = new AtomicLong(-1);
-    private final java.util.concurrent.atomic.AtomicReference<SlotState> state = new java.util.concurrent.atomic.AtomicReference<>();
+    private final SourceConfig source;
+    private final AtomicReference<SlotState> state = new AtomicReference<>();
     private final ScheduledExecutorService timer;
 
     SlotMonitor(SourceConfig source, String routerName) {
@@ -35,29 +34,27 @@ final class SlotMonitor implements AutoCloseable {
         timer.scheduleAtFixedRate(this::measure, 0, PERIOD_SECONDS, TimeUnit.SECONDS);
     }
 
-    long retainedBytes() {
-        return retainedBytes.get();
+    /** The WAL the slot retains, as last measured; negative before the first measurement or without a slot. */
+    public long retainedBytes() {
+        var s = state.get();
+        return s == null ? -1 : s.retainedBytes();
     }
 
     /** Null before the first measurement. */
-    SlotState state() {
+    public SlotState state() {
         return state.get();
     }
 
     private void measure() {
-        var conn = source.connection();
         String slot = source.postgres().slot();
-        try (var c = DriverManager.getConnection(conn.url(), conn.user(), conn.password().reveal());
+        try (var c = source.connection().open();
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
                      + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {
-                if (rs.next()) {
-                    retainedBytes.set(rs.getLong(4));
-                    state.set(new SlotState(slot, true, rs.getBoolean(1), rs.getString(2), rs.getString(3), rs.getLong(4), java.time.Instant.now()));
-                } else {
-                    state.set(new SlotState(slot, false, false, null, null, -1, java.time.Instant.now()));
-                }
+                state.set(rs.next()
+                        ? new SlotState(slot, true, rs.getBoolean(1), rs.getString(2), rs.getString(3), rs.getLong(4), Instant.now())
+                        : new SlotState(slot, false, false, null, null, -1, Instant.now()));
             }
         } catch (SQLException e) {
             LOG.debug("Could not measure the WAL retained by slot {}: {}", slot, e.getMessage());

@@ -1,0 +1,41 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.JdbcConnection;
+import java.sql.SQLException;
+import java.sql.SQLSyntaxErrorException;
+
+/** A binlog position, comparable across files of one server. */
+record BinlogPosition(String file, long position) implements Comparable<BinlogPosition> {
+    @Override
+    public int compareTo(BinlogPosition o) {
+        int byFile = Long.compare(sequence(file), sequence(o.file));
+        return byFile != 0 ? byFile : Long.compare(position, o.position);
+    }
+
+    private static long sequence(String file) {
+        int dot = file.lastIndexOf('.');
+        try {
+            return Long.parseLong(file.substring(dot + 1));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /** Where the server will write its next binlog event (the three spellings of MySQL 8.4, MariaDB and older). */
+    static BinlogPosition end(JdbcConnection connection) throws SQLException {
+        try (var c = connection.open()) {
+            SQLException last = null;
+            for (String sql : new String[] {"SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS"}) {
+                try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
+                    if (rs.next()) {
+                        return new BinlogPosition(rs.getString(1), rs.getLong(2));
+                    }
+                    throw new SQLException(sql + " returned no row: is log_bin on?");
+                } catch (SQLSyntaxErrorException e) {
+                    last = e;
+                }
+            }
+            throw last;
+        }
+    }
+}

@@ -1,0 +1,14 @@
+package io.outboxrouter.cdc;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/** Batches the engine started and finished handing over: together with the reader's position, whether it is idle. */
+record EngineProgress(AtomicLong batchesStarted, AtomicLong batchesFinished) {
+    EngineProgress() {
+        this(new AtomicLong(), new AtomicLong());
+    }
+
+    boolean idle() {
+        return batchesStarted.get() == batchesFinished.get();
+    }
+}

@@ -1,0 +1,65 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.JdbcConnection;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.util.UUID;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * A transactional logical decoding message ({@code pg_logical_emit_message}) is committed now; the WAL hands it over
+ * after every transaction committed before it, so once the batch holding its transaction's END is acknowledged and
+ * stored, nothing committed earlier is left. Nothing is written to any table.
+ */
+final class PostgresDrain extends Drain {
+    static final String MESSAGE_PREFIX = "outbox-router.drain";
+
+    private final JdbcConnection connection;
+    private final String token = UUID.randomUUID().toString();
+    private volatile boolean markerSeen;
+
+    PostgresDrain(JdbcConnection connection) {
+        this.connection = connection;
+    }
+
+    @Override
+    void start() throws SQLException {
+        try (var c = connection.open(); var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
+            ps.setString(1, MESSAGE_PREFIX);
+            ps.setString(2, token);
+            ps.execute();
+        }
+    }
+
+    @Override
+    boolean isMarker(SourceRecord record) {
+        if (!(record.value() instanceof Struct v) || v.schema().field("message") == null || !(v.get("message") instanceof Struct m)) {
+            return false;
+        }
+        if (!MESSAGE_PREFIX.equals(m.getString("prefix"))) {
+            return false;
+        }
+        Object content = m.get("content");
+        String text = content instanceof byte[] b ? new String(b, StandardCharsets.UTF_8)
+                : content instanceof ByteBuffer bb ? StandardCharsets.UTF_8.decode(bb.duplicate()).toString()
+                : String.valueOf(content);
+        return token.equals(text);
+    }
+
+    @Override
+    boolean needsPromptStore() {
+        return true; // done only once the marker's transaction END is stored
+    }
+
+    @Override
+    void batchStored(int markerIndex, int safeIndex) {
+        if (markerIndex >= 0) {
+            markerSeen = true;
+        }
+        if (markerSeen && safeIndex >= Math.max(markerIndex, 0)) {
+            done().complete(null);
+        }
+    }
+}

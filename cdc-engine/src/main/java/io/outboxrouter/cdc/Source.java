@@ -1,0 +1,77 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.RouterConfig;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+import org.apache.kafka.connect.data.Struct;
+
+/**
+ * Everything that differs between kinds of source database, in one place per kind: connector properties,
+ * prerequisites, how a position reads, how {@code run --once} finds the end, how a stored position is set, and what
+ * is monitored. Adding a source kind means adding one implementation.
+ */
+public sealed interface Source permits PostgresSource, BinlogSource {
+
+    /** The source of a router's configuration. */
+    static Source of(RouterConfig config) {
+        return config.source().kind().isBinlog() ? new BinlogSource(config) : new PostgresSource(config);
+    }
+
+    /** Every prerequisite of the database, checked without changing anything (for {@code check}). */
+    List<Check> checks();
+
+    /**
+     * Checks every prerequisite and creates what the router may create itself (a publication, a heartbeat table).
+     *
+     * @throws SourceSetupException naming every failed prerequisite with its fix
+     */
+    void prepare();
+
+    /** Adds the connector properties of this kind to the common ones. */
+    void addConnectorProperties(Properties p);
+
+    /** The JMX domain of the connector's metrics, e.g. {@code debezium.postgres}. */
+    String metricsDomain();
+
+    /** The connector's streaming metrics bean: its {@code Connected} attribute says whether the stream is open. */
+    default ObjectName streamingMetrics(String routerName) {
+        try {
+            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming,server=" + routerName);
+        } catch (MalformedObjectNameException e) {
+            throw new IllegalArgumentException("router name " + routerName + " cannot name a metrics bean", e);
+        }
+    }
+
+    /** A change record's {@code source} block as a position people can read, e.g. {@code lsn:0/16B3748}. */
+    String position(Struct source);
+
+    /** How {@code run --once} knows that everything committed before now is published and stored. */
+    Drain newDrain(EngineProgress progress);
+
+    /** What the stream reads from, for log lines: {@code slot orders_router}, {@code binlog}. */
+    String describe();
+
+    /**
+     * The offset entries to store so that the next start reads again from {@code position} (a record's
+     * {@code source.position} header).
+     *
+     * @param stored the router's stored entries, key to value
+     * @throws IllegalArgumentException when this source cannot go back there; the message says why and what to do instead
+     */
+    Map<String, String> offsetsAt(String position, Map<String, String> stored) throws SQLException;
+
+    /** The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch. */
+    Optional<SlotMonitor> monitor();
+
+    /** The columns of a table as the database names them; empty when there is no such table. */
+    Set<String> columns(String table) throws SQLException;
+
+    /** An SQL expression that reads {@code column} as text, for comparisons with a string parameter. */
+    String asText(String column);
+}

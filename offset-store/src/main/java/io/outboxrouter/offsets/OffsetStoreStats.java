@@ -1,0 +1,150 @@
+package io.outboxrouter.offsets;
+
+import io.outboxrouter.retry.Retry;
+import java.lang.management.ManagementFactory;
+import java.lang.reflect.UndeclaredThrowableException;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.management.InstanceAlreadyExistsException;
+import javax.management.InstanceNotFoundException;
+import javax.management.JMException;
+import javax.management.JMX;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Counts one offset store's writes and retries, published as a JMX bean for as long as the store runs. Written by the
+ * store's thread, read by the router's metrics and status page ({@link #lookup(String)}).
+ */
+public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.Listener {
+    private static final Logger LOG = LoggerFactory.getLogger(OffsetStoreStats.class);
+
+    private final ObjectName name;
+    private final AtomicLong stored = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong retries = new AtomicLong();
+    private final AtomicLong consecutiveFailures = new AtomicLong();
+    private final AtomicLong lastStored = new AtomicLong();
+    private final AtomicReference<String> lastError = new AtomicReference<>("");
+
+    private OffsetStoreStats(ObjectName name) {
+        this.name = name;
+    }
+
+    /**
+     * The bean's name for one engine of a router: {@code instance} tells apart two engines of the same router in one
+     * process (a standby beside the active one, in tests).
+     */
+    public static ObjectName objectName(String routerName, String instance) {
+        try {
+            return new ObjectName("io.outboxrouter:type=offset-store,router=" + ObjectName.quote(routerName) + ",instance="
+                    + ObjectName.quote(instance));
+        } catch (MalformedObjectNameException e) {
+            throw new IllegalArgumentException("router name " + routerName + " cannot name a JMX bean", e);
+        }
+    }
+
+    /**
+     * One reading of the counters.
+     *
+     * @param lastStored when the last write succeeded; null before the first
+     * @param lastError  why the last failed write failed; empty when none has
+     */
+    public record Snapshot(long stored, long failed, long retries, long consecutiveFailures, Instant lastStored, String lastError) {
+    }
+
+    /** An engine's offset store, read now; empty before the engine started it and after it stopped. */
+    public static Optional<Snapshot> lookup(String routerName, String instance) {
+        var server = ManagementFactory.getPlatformMBeanServer();
+        var name = objectName(routerName, instance);
+        if (!server.isRegistered(name)) {
+            return Optional.empty();
+        }
+        try {
+            var bean = JMX.newMBeanProxy(server, name, OffsetStoreStatsMBean.class);
+            long at = bean.getLastStoredEpochMillis();
+            return Optional.of(new Snapshot(bean.getStoredTotal(), bean.getFailedTotal(), bean.getRetriesTotal(),
+                    bean.getConsecutiveFailures(), at == 0 ? null : Instant.ofEpochMilli(at), bean.getLastError()));
+        } catch (UndeclaredThrowableException e) {
+            return Optional.empty(); // the store stopped between the two calls
+        }
+    }
+
+    /** Creates and publishes the bean; one left by an earlier store of the same router in this process is replaced. */
+    static OffsetStoreStats register(String routerName, String instance) {
+        var stats = new OffsetStoreStats(objectName(routerName, instance));
+        var server = ManagementFactory.getPlatformMBeanServer();
+        try {
+            try {
+                server.registerMBean(stats, stats.name);
+            } catch (InstanceAlreadyExistsException e) {
+                server.unregisterMBean(stats.name);
+                server.registerMBean(stats, stats.name);
+            }
+        } catch (JMException e) {
+            LOG.warn("Cannot publish the offset store's counters of router {} over JMX: {}", routerName, e.getMessage());
+        }
+        return stats;
+    }
+
+    void unregister() {
+        try {
+            ManagementFactory.getPlatformMBeanServer().unregisterMBean(name);
+        } catch (InstanceNotFoundException e) {
+            // already gone
+        } catch (JMException e) {
+            LOG.debug("Cannot unregister {}: {}", name, e.getMessage());
+        }
+    }
+
+    void stored() {
+        stored.incrementAndGet();
+        consecutiveFailures.set(0);
+        lastStored.set(System.currentTimeMillis());
+    }
+
+    void failed(Throwable cause) {
+        failed.incrementAndGet();
+        consecutiveFailures.incrementAndGet();
+        lastError.set(Retry.describe(cause));
+    }
+
+    @Override
+    public void retrying(String operation, int attempt, Throwable cause) {
+        retries.incrementAndGet();
+    }
+
+    @Override
+    public long getStoredTotal() {
+        return stored.get();
+    }
+
+    @Override
+    public long getFailedTotal() {
+        return failed.get();
+    }
+
+    @Override
+    public long getRetriesTotal() {
+        return retries.get();
+    }
+
+    @Override
+    public long getConsecutiveFailures() {
+        return consecutiveFailures.get();
+    }
+
+    @Override
+    public long getLastStoredEpochMillis() {
+        return lastStored.get();
+    }
+
+    @Override
+    public String getLastError() {
+        return lastError.get();
+    }
+}

@@ -1,0 +1,169 @@
+package io.outboxrouter.app;
+
+import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.cdc.Source;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.EventSink;
+import io.outboxrouter.retry.Retry;
+import io.outboxrouter.routing.OutboxRouting;
+import io.outboxrouter.routing.RoutingResult;
+import java.nio.charset.StandardCharsets;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeader;
+
+/**
+ * Publishes again the outbox rows still in the table that match a filter, through the same routing as the stream, each
+ * marked with a {@code replayed} header; the way Postgres users replay, since a slot cannot rewind. Rows are read with
+ * a cursor and sent in chunks, so a large table is never held in memory. Order: by the time column, then by event id;
+ * rows without the time column in table order.
+ */
+public final class Replay {
+    private static final int CHUNK = 1000;
+
+    /** Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set. */
+    public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn) {
+    }
+
+    /** What a replay did: records published (or that would be, on a dry run), and rows that cannot be routed. */
+    public record Result(long published, long rejected) {
+    }
+
+    private final RouterConfig config;
+    private final Source source;
+    private final OutboxRouting routing;
+
+    public Replay(RouterConfig config) {
+        this.config = config;
+        this.source = Source.of(config);
+        this.routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
+    }
+
+    /** The outbox tables that lack the filter's time column; a time range cannot be applied to them. */
+    public List<String> tablesWithoutTimeColumn(Filter filter) throws SQLException {
+        var without = new ArrayList<String>();
+        for (String table : config.source().tables()) {
+            if (!source.columns(table).contains(filter.timeColumn())) {
+                without.add(table);
+            }
+        }
+        return without;
+    }
+
+    /**
+     * Publishes the matching rows to {@code sink}, or with no sink only counts them (a dry run).
+     *
+     * @param each     told about every routable record, in order
+     * @param rejected told about every row that cannot be routed, with the reason
+     */
+    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, Filter filter)
+            throws SQLException, Retry.GaveUpException, InterruptedException {
+        String replayedAt = Instant.now().toString();
+        long published = 0;
+        long refusals = 0;
+        var chunk = new ArrayList<ProducerRecord<byte[], byte[]>>(CHUNK);
+        var untimed = tablesWithoutTimeColumn(filter);
+        for (String table : config.source().tables()) {
+            try (var c = config.source().connection().open()) {
+                c.setAutoCommit(false); // a Postgres cursor streams only inside a transaction
+                try (var ps = c.prepareStatement(sql(table, filter, !untimed.contains(table)))) {
+                    ps.setFetchSize(CHUNK);
+                    bind(ps, filter);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            var row = row(rs);
+                            var result = routing.route(new ChangeEvent(table, ChangeEvent.Operation.INSERT, row, "replay", null));
+                            if (result instanceof RoutingResult.Publish p) {
+                                p.record().headers().add(new RecordHeader("replayed", "true".getBytes(StandardCharsets.UTF_8)));
+                                p.record().headers().add(new RecordHeader("replayed.at", replayedAt.getBytes(StandardCharsets.UTF_8)));
+                                each.accept(p.record());
+                                chunk.add(p.record());
+                                published++;
+                            } else if (result instanceof RoutingResult.Reject r) {
+                                refusals++;
+                                rejected.accept("row " + row.get(config.outbox().columns().id()) + " of " + table + ": " + r.reason());
+                            }
+                            if (chunk.size() == CHUNK) {
+                                send(sink, chunk);
+                            }
+                        }
+                    }
+                } finally {
+                    c.rollback();
+                }
+            }
+        }
+        send(sink, chunk);
+        return new Result(published, refusals);
+    }
+
+    private static void send(Optional<EventSink> sink, List<ProducerRecord<byte[], byte[]>> chunk)
+            throws Retry.GaveUpException, InterruptedException {
+        if (sink.isPresent() && !chunk.isEmpty()) {
+            var refused = sink.get().send(List.copyOf(chunk));
+            if (!refused.isEmpty()) {
+                throw new IllegalStateException("Kafka refused " + refused.size() + " record(s): " + refused.get(0).error().getMessage());
+            }
+        }
+        chunk.clear();
+    }
+
+    private String sql(String table, Filter f, boolean timed) {
+        var cols = config.outbox().columns();
+        var where = new ArrayList<String>();
+        if (f.since() != null) {
+            where.add(f.timeColumn() + " >= ?");
+        }
+        if (f.until() != null) {
+            where.add(f.timeColumn() + " < ?");
+        }
+        if (f.aggregateType() != null) {
+            where.add(cols.aggregateType() + " = ?");
+        }
+        if (f.aggregateId() != null) {
+            where.add(cols.aggregateId() + " = ?");
+        }
+        if (f.id() != null) {
+            where.add(source.asText(cols.id()) + " = ?");
+        }
+        return "SELECT * FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
+                + (timed ? " ORDER BY " + f.timeColumn() + ", " + cols.id() : "");
+    }
+
+    private static void bind(PreparedStatement ps, Filter f) throws SQLException {
+        int i = 1;
+        if (f.since() != null) {
+            ps.setTimestamp(i++, Timestamp.from(f.since()));
+        }
+        if (f.until() != null) {
+            ps.setTimestamp(i++, Timestamp.from(f.until()));
+        }
+        for (String value : new String[] {f.aggregateType(), f.aggregateId(), f.id()}) {
+            if (value != null) {
+                ps.setString(i++, value);
+            }
+        }
+    }
+
+    private static Map<String, Object> row(ResultSet rs) throws SQLException {
+        var meta = rs.getMetaData();
+        var row = new LinkedHashMap<String, Object>();
+        for (int i = 1; i <= meta.getColumnCount(); i++) {
+            int type = meta.getColumnType(i);
+            boolean binary = type == Types.BINARY || type == Types.VARBINARY || type == Types.LONGVARBINARY || type == Types.BLOB;
+            row.put(meta.getColumnLabel(i), binary ? rs.getBytes(i) : rs.getString(i));
+        }
+        return row;
+    }
+}

@@ -1,0 +1,126 @@
+package io.outboxrouter.app;
+
+import java.time.Duration;
+import java.time.Instant;
+
+/** The HTML status page at {@code /}: one router's state, counters, throughput, offsets, slot and last problems. */
+final class StatusPage {
+    private StatusPage() {
+    }
+
+    /** A page that refreshes itself every 10 s; no scripts, no external resources. */
+    static String render(RouterStatus s) {
+        var h = new StringBuilder(8_000);
+        h.append("<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"10\">")
+                .append("<title>outbox-router ").append(esc(s.router())).append("</title><style>")
+                .append("body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:15px;margin-top:24px}")
+                .append("table{border-collapse:collapse}td,th{padding:3px 10px 3px 0;text-align:left;vertical-align:top}")
+                .append("code{font-size:12px;word-break:break-all}.ok{color:#18794e}.bad{color:#c4320a}.warn{color:#a05a00}")
+                .append("</style></head><body>");
+        String css = s.streaming() ? "ok" : s.state() == RouterState.STANDBY || s.state() == RouterState.CONNECTING ? "warn" : "bad";
+        h.append("<h1>outbox-router <code>").append(esc(s.router())).append("</code>: <span class=\"").append(css).append("\">")
+                .append(s.state().label()).append("</span></h1>");
+        h.append("<table><tr><th>source</th><td>").append(esc(s.source())).append("</td></tr>")
+                .append("<tr><th>started</th><td>").append(s.startedAt()).append(" (").append(human(Duration.between(s.startedAt(), Instant.now())))
+                .append(" ago)</td></tr>")
+                .append("<tr><th>published</th><td>").append(s.published()).append("</td></tr>")
+                .append("<tr><th>dead letters</th><td>").append(s.deadLetters()).append("</td></tr>")
+                .append("<tr><th>skipped</th><td>").append(s.skipped()).append("</td></tr>")
+                .append("<tr><th>retries</th><td>").append(s.retries()).append("</td></tr>")
+                .append("<tr><th>failed offset writes</th><td>").append(s.offsetWritesFailed()).append("</td></tr></table>");
+
+        long total = 0;
+        long max = 1;
+        for (long n : s.perMinute()) {
+            total += n;
+            max = Math.max(max, n);
+        }
+        h.append("<h2>Events published per minute, last 60 minutes (").append(total).append(" in all, peak ").append(max == 1 && total == 0 ? 0 : max)
+                .append("/min)</h2>");
+        int w = 600;
+        int ht = 120;
+        h.append("<svg width=\"").append(w + 40).append("\" height=\"").append(ht + 20).append("\" role=\"img\" aria-label=\"events per minute\">")
+                .append("<line x1=\"0\" y1=\"").append(ht).append("\" x2=\"").append(w).append("\" y2=\"").append(ht).append("\" stroke=\"#999\"/>");
+        for (int i = 0; i < s.perMinute().length; i++) {
+            long n = s.perMinute()[i];
+            int bar = (int) Math.round((double) n / max * (ht - 4));
+            h.append("<rect x=\"").append(i * 10).append("\" y=\"").append(ht - bar).append("\" width=\"8\" height=\"").append(bar)
+                    .append("\" fill=\"#3b6fb6\"><title>").append(s.perMinute().length - 1 - i).append(" min ago: ").append(n)
+                    .append("</title></rect>");
+        }
+        h.append("<text x=\"0\" y=\"").append(ht + 15).append("\" font-size=\"11\">-60 min</text><text x=\"").append(w - 20).append("\" y=\"")
+                .append(ht + 15).append("\" font-size=\"11\">now</text></svg>");
+
+        h.append("<h2>Stored offsets</h2>");
+        if (s.offsetsError() != null) {
+            h.append("<p class=\"bad\">").append(esc(s.offsetsError())).append("</p>");
+        } else if (s.storedOffsets().isEmpty()) {
+            h.append("<p>none stored yet</p>");
+        } else {
+            h.append("<table>");
+            s.storedOffsets().forEach((k, v) -> h.append("<tr><td><code>").append(esc(k)).append("</code></td><td><code>").append(esc(v))
+                    .append("</code></td></tr>"));
+            h.append("</table>");
+        }
+        h.append("<p>last stored: ").append(s.offsetStoredAt() == null ? "not by this process yet" : s.offsetStoredAt().toString()).append("</p>");
+
+        if (s.slot() != null) {
+            h.append("<h2>Replication slot <code>").append(esc(s.slot().slot())).append("</code></h2>");
+            if (!s.slot().exists()) {
+                h.append("<p class=\"bad\">the server has no such slot</p>");
+            } else {
+                h.append("<table><tr><th>active</th><td>").append(s.slot().active()).append("</td></tr><tr><th>confirmed flush LSN</th><td>")
+                        .append(esc(s.slot().confirmedFlushLsn())).append("</td></tr><tr><th>WAL status</th><td>").append(esc(s.slot().walStatus()))
+                        .append("</td></tr><tr><th>retained WAL</th><td>").append(bytes(s.slot().retainedBytes()))
+                        .append("</td></tr><tr><th>measured</th><td>").append(s.slot().measuredAt()).append("</td></tr></table>");
+            }
+        }
+
+        h.append("<h2>Last problems logged</h2>");
+        if (s.problems().isEmpty()) {
+            h.append("<p class=\"ok\">none</p>");
+        } else {
+            h.append("<table>");
+            for (var p : s.problems()) {
+                h.append("<tr><td>").append(p.at()).append("</td><td class=\"").append("ERROR".equals(p.level()) ? "bad" : "warn").append("\">")
+                        .append(p.level()).append("</td><td>").append(esc(p.logger())).append("</td><td>").append(esc(p.message()))
+                        .append("</td></tr>");
+            }
+            h.append("</table>");
+        }
+        h.append("<p><a href=\"/status\">/status</a> (JSON) &middot; <a href=\"/metrics\">/metrics</a> &middot; ")
+                .append("<a href=\"/health/ready\">/health/ready</a></p></body></html>");
+        return h.toString();
+    }
+
+    private static String bytes(long n) {
+        if (n < 0) {
+            return "unknown";
+        }
+        return n >= 1L << 30 ? String.format("%.1f GiB", n / (double) (1L << 30)) : n >= 1L << 20
+                ? String.format("%.1f MiB", n / (double) (1L << 20)) : n >= 1024 ? String.format("%.1f KiB", n / 1024.0) : n + " B";
+    }
+
+    private static String human(Duration d) {
+        long s = d.toSeconds();
+        return s >= 7200 ? d.toHours() + " h" : s >= 120 ? d.toMinutes() + " min" : s + " s";
+    }
+
+    static String esc(String s) {
+        if (s == null) {
+            return "";
+        }
+        var out = new StringBuilder(s.length());
+        for (char ch : s.toCharArray()) {
+            switch (ch) {
+                case '<' -> out.append("&lt;");
+                case '>' -> out.append("&gt;");
+                case '&' -> out.append("&amp;");
+                case '"' -> out.append("&quot;");
+                case '\'' -> out.append("&#39;");
+                default -> out.append(ch);
+            }
+        }
+        return out.toString();
+    }
+}

@@ -1,0 +1,62 @@
+package io.outboxrouter.app;
+
+import io.outboxrouter.cdc.SlotMonitor;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.metrics.RouterMetrics;
+import io.outboxrouter.offsets.OffsetStoreStats;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.retry.Retry;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Assembles a {@link RouterStatus} for {@code /status} and the status page: counters from the metrics, the stored offsets
+ * read from the table (the only part that queries a database, with a short retry budget), the slot as last measured,
+ * and the router's last problems.
+ */
+final class StatusReport implements AutoCloseable {
+    /** The status page must answer quickly during an outage: a short retry budget, not the engine's 30 s. */
+    private static final Retry QUICK = new Retry(Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(2));
+
+    private final RouterConfig config;
+    private final RouterMetrics metrics;
+    private final Optional<SlotMonitor> slot;
+    private final RecentProblems problems;
+    private final OffsetTable offsets;
+    private final Instant startedAt = Instant.now();
+
+    StatusReport(RouterConfig config, RouterMetrics metrics, Optional<SlotMonitor> slot, RecentProblems problems) {
+        this.config = config;
+        this.metrics = metrics;
+        this.slot = slot;
+        this.problems = problems;
+        var s = OffsetTableSettings.offsets(config);
+        this.offsets = OffsetTable.open(new OffsetTableSettings(s.routerName(), s.url(), s.user(), s.password(), s.table(), QUICK));
+    }
+
+    RouterStatus read(RouterState state) {
+        Map<String, String> stored = Map.of();
+        String offsetsError = null;
+        try {
+            stored = offsets.read(config.name());
+        } catch (RuntimeException e) {
+            offsetsError = "cannot read " + config.offsets().table() + ": " + e.getMessage();
+        }
+        var source = config.source();
+        String describe = source.kind().toString().toLowerCase() + " " + source.connection().displayUrl() + " " + source.tables();
+        var store = metrics.offsetStoreStats();
+        return new RouterStatus(config.name(), state, describe, startedAt, metrics.publishedTotal(), metrics.deadLetteredTotal(),
+                metrics.skippedTotal(), metrics.retriesTotal(), store.map(OffsetStoreStats.Snapshot::lastStored).orElse(null),
+                store.map(OffsetStoreStats.Snapshot::failed).orElse(0L), stored, offsetsError, slot.map(SlotMonitor::state).orElse(null),
+                problems == null ? List.of() : problems.newestFirst(), metrics.publishedPerMinute());
+    }
+
+    @Override
+    public void close() {
+        offsets.close();
+    }
+}
