@@ -4,6 +4,9 @@ import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Locale;
 
@@ -15,8 +18,8 @@ final class BinlogPreflight {
     private BinlogPreflight() {
     }
 
-    static void run(SourceConfig source) {
-        var failed = checks(source).stream().filter(c -> !c.ok()).map(BinlogPreflight::legacyLine).toList();
+    static void run(SourceConfig source, Collection<String> columns) {
+        var failed = checks(source, columns).stream().filter(c -> !c.ok()).map(BinlogPreflight::legacyLine).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
@@ -27,7 +30,7 @@ final class BinlogPreflight {
     }
 
     /** Every binlog prerequisite, checked; a connection failure is one failed check. */
-    static List<Check> checks(SourceConfig source) {
+    static List<Check> checks(SourceConfig source, Collection<String> columns) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
@@ -39,12 +42,19 @@ final class BinlogPreflight {
             checks.add(serverId == null || serverId.equals("0")
                     ? Check.fail("server_id", "server_id is 0", "give the server a non-zero server_id in my.cnf")
                     : Check.pass("server_id", "server_id = " + serverId));
-            var missing = missingTables(c, source.tables());
             for (String t : source.tables()) {
-                checks.add(missing.contains(t)
-                        ? Check.fail("outbox table " + t, "outbox table " + t + " does not exist (source.tables)",
-                                "`java -jar outbox-router.jar schema --config ...` prints the DDL")
-                        : Check.pass("outbox table " + t, "exists"));
+                String actual = storedName(c, t);
+                if (actual == null) {
+                    checks.add(Check.fail("outbox table " + t, "outbox table " + t + " does not exist (source.tables)",
+                            "`java -jar outbox-router.jar schema --config ...` prints the DDL"));
+                } else if (!actual.equals(t)) {
+                    checks.add(Check.fail("outbox table " + t, "source.tables names " + t + ", but the server keeps the table as "
+                                    + actual + " (lower_case_table_names): its changes would arrive under that name and not be routed",
+                            "name it as the server does: source.tables: [" + actual + "]"));
+                } else {
+                    checks.add(Check.pass("outbox table " + t, "exists"));
+                    checks.add(Check.columns(t, columns(c, t), columns));
+                }
             }
             uuidColumns(c, source.tables()).forEach(col -> checks.add(Check.fail("column " + col,
                     "column " + col + " has the native UUID type, which Debezium's binlog reader (3.5) misreads when a value's "
@@ -78,21 +88,33 @@ final class BinlogPreflight {
         }
     }
 
-    private static List<String> missingTables(Connection c, List<String> tables) throws SQLException {
-        var missing = new ArrayList<String>();
-        try (var ps = c.prepareStatement("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?")) {
-            for (String t : tables) {
-                int dot = t.indexOf('.');
-                ps.setString(1, t.substring(0, dot));
-                ps.setString(2, t.substring(dot + 1));
-                try (var rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        missing.add(t);
-                    }
+    /** The table's name as the server keeps it (database.table), matched as the server matches names; null when none. */
+    private static String storedName(Connection c, String table) throws SQLException {
+        int dot = table.indexOf('.');
+        try (var ps = c.prepareStatement("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ? AND table_name = ?")) {
+            ps.setString(1, table.substring(0, dot));
+            ps.setString(2, table.substring(dot + 1));
+            try (var rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) + "." + rs.getString(2) : null;
+            }
+        }
+    }
+
+    /** The columns of a table, as the server names them. */
+    static Set<String> columns(Connection c, String table) throws SQLException {
+        int dot = table.indexOf('.');
+        var columns = new LinkedHashSet<String>();
+        try (var ps = c.prepareStatement("SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+                + "ORDER BY ordinal_position")) {
+            ps.setString(1, table.substring(0, dot));
+            ps.setString(2, table.substring(dot + 1));
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    columns.add(rs.getString(1));
                 }
             }
         }
-        return missing;
+        return columns;
     }
 
     /** Outbox columns of MariaDB's native UUID type, as table.column. */

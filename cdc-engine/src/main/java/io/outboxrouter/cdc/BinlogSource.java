@@ -6,13 +6,15 @@ import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
 import io.outboxrouter.config.SourceKind;
 import io.outboxrouter.offsets.JdbcSchemaHistory;
+import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.offsets.SchemaHistoryTable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -25,6 +27,8 @@ import org.apache.kafka.connect.data.Struct;
 final class BinlogSource implements Source {
     private static final Pattern POSITION = Pattern.compile("binlog:([^:,]+):(\\d+)(?:,gtid:(\\d+)-(\\d+)-(\\d+))?");
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** How often the stored position follows the binlog when no outbox event moves it; debezium.heartbeat.interval.ms overrides. */
+    static final Duration BINLOG_HEARTBEAT = Duration.ofSeconds(30);
 
     private final RouterConfig config;
 
@@ -34,12 +38,12 @@ final class BinlogSource implements Source {
 
     @Override
     public List<Check> checks() {
-        return BinlogPreflight.checks(config.source());
+        return BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
     @Override
     public void prepare() {
-        BinlogPreflight.run(config.source());
+        BinlogPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
     @Override
@@ -62,6 +66,9 @@ final class BinlogSource implements Source {
         p.setProperty("snapshot.locking.mode", "none");
         p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
         p.setProperty("connect.keep.alive", "true");
+        // A quiet outbox on a busy server: without a heartbeat the stored position moves only with outbox events, and a
+        // restart after binlog retention has passed since the last one fails. Heartbeats carry the reader's position.
+        p.setProperty("heartbeat.interval.ms", Long.toString(BINLOG_HEARTBEAT.toMillis()));
     }
 
     @Override
@@ -154,6 +161,54 @@ final class BinlogSource implements Source {
         }
     }
 
+    @Override
+    public Optional<Drift> drift(StoredPosition stored) throws SQLException {
+        if (stored.reset()) {
+            return Optional.empty();
+        }
+        String table = config.offsets().table();
+        String fromNow = "start from the current end of the binlog: the events committed ";
+        String replay = " are not published (publish the rows still in the outbox table again with `replay`)";
+        if (!stored.isEmpty()) {
+            String file = storedFile(stored);
+            var retained = retainedBinlogs();
+            if (file != null && !retained.containsKey(file)) {
+                return Optional.of(new Drift("binlog file " + file + " of router " + config.name() + "'s stored position is no longer on the "
+                        + "server (it keeps " + String.join(", ", retained.keySet()) + "): binlog retention passed while the router was "
+                        + "stopped or behind", fromNow + "since " + file + replay));
+            }
+            return Optional.empty();
+        }
+        if (stored.storedBefore()) {
+            return Optional.of(new Drift("router " + config.name() + "'s stored binlog position is gone from " + table
+                    + " (its rows were deleted or the table truncated)", fromNow + "since the router last ran" + replay));
+        }
+        var history = OffsetTableSettings.schemaHistory(config);
+        long records = SchemaHistoryTable.count(history);
+        if (records > 0) {
+            return Optional.of(new Drift("router " + config.name() + " has no stored position in " + table + ", yet its schema history in "
+                    + history.table() + " has " + records + " records: the offsets table was dropped or truncated while the router was stopped",
+                    fromNow + "since the router last ran" + replay));
+        }
+        return Optional.empty();
+    }
+
+    /** Also forgets the schema history, which belongs to the forgotten position; the next start reads the tables' shapes again. */
+    @Override
+    public void resetPosition(OffsetTable table, String routerName) {
+        Source.super.resetPosition(table, routerName);
+        SchemaHistoryTable.delete(OffsetTableSettings.schemaHistory(config));
+    }
+
+    private static String storedFile(StoredPosition stored) {
+        try {
+            var file = JSON.readTree(stored.value()).path("file");
+            return file.isTextual() ? file.asText() : null;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     /** The binlog files the server keeps, with their sizes. */
     private Map<String, Long> retainedBinlogs() throws SQLException {
         var retained = new LinkedHashMap<String, Long>();
@@ -172,20 +227,9 @@ final class BinlogSource implements Source {
 
     @Override
     public Set<String> columns(String table) throws SQLException {
-        int dot = table.indexOf('.');
-        var columns = new LinkedHashSet<String>();
-        try (var c = config.source().connection().open();
-             var ps = c.prepareStatement("SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-                     + "ORDER BY ordinal_position")) {
-            ps.setString(1, table.substring(0, dot));
-            ps.setString(2, table.substring(dot + 1));
-            try (var rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    columns.add(rs.getString(1));
-                }
-            }
+        try (var c = config.source().connection().open()) {
+            return BinlogPreflight.columns(c, table);
         }
-        return columns;
     }
 
     @Override

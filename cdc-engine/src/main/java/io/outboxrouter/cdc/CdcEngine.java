@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
@@ -26,7 +25,6 @@ import javax.management.ObjectName;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 /**
  * The embedded Debezium engine for one router: reads the replication stream, hands row changes to a
@@ -36,10 +34,11 @@ import org.slf4j.MDC;
 public final class CdcEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CdcEngine.class);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
-    /** How long a stop waits for the batch in flight before the engine interrupts it (it is then read again on restart). */
-    private static final Duration BATCH_FINISH_TIMEOUT = Duration.ofSeconds(30);
-    /** How often a position is stored when no outbox event moved it (heartbeats, other tables' transactions). */
-    static final Duration IDLE_STORE_INTERVAL = Duration.ofSeconds(5);
+    /**
+     * How long a stop waits for the batch in flight before the engine interrupts it (it is then read again on restart):
+     * a batch takes milliseconds, unless Kafka is down, and then a stop should not wait for the outage.
+     */
+    private static final Duration BATCH_FINISH_TIMEOUT = Duration.ofSeconds(5);
 
     private final String name;
     private final Source source;
@@ -50,13 +49,14 @@ public final class CdcEngine implements AutoCloseable {
     private final BatchConsumer consumer;
     private final String instance = UUID.randomUUID().toString();
 
-    private CdcEngine(RouterConfig config, Source source, ChangeHandler handler) {
+    private CdcEngine(RouterConfig config, Source source, ChangeHandler handler, long fence) {
         this.name = config.name();
         this.source = source;
         this.streamingMetrics = source.streamingMetrics(name);
-        this.consumer = new BatchConsumer(name, handler, new TransactionBoundaries(name), new ChangeRecords(source::position));
+        this.consumer = new BatchConsumer(name, handler, new TransactionBoundaries(name), new ChangeRecords(source::position),
+                this::offsetStore);
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
-                .using(properties(config, source))
+                .using(properties(config, source, fence))
                 .using(commitPolicy(config.offsets().commitInterval()))
                 .using((success, message, error) -> {
                     if (success) {
@@ -71,9 +71,10 @@ public final class CdcEngine implements AutoCloseable {
         this.thread = Executors.newSingleThreadExecutor(r -> new Thread(r, "cdc-engine-" + name));
     }
 
-    private Properties properties(RouterConfig config, Source source) {
+    private Properties properties(RouterConfig config, Source source, long fence) {
         var p = ConnectorProperties.of(config, source);
         p.setProperty(JdbcOffsetBackingStore.INSTANCE_PROPERTY, instance);
+        p.setProperty(JdbcOffsetBackingStore.FENCE_PROPERTY, Long.toString(fence));
         return p;
     }
 
@@ -83,13 +84,19 @@ public final class CdcEngine implements AutoCloseable {
     }
 
     /**
-     * Checks the source database's prerequisites, then starts streaming on a thread of its own.
+     * Checks the source database's prerequisites and that the stored position still adds up with it, then starts
+     * streaming on a thread of its own.
      *
-     * @throws SourceSetupException when the database is not set up for the router; the message names the fix
+     * @param acceptGap start even when the stored position was lost ({@link Drift}): forget it and log what is skipped
+     * @param fence     this process's fencing token ({@code OffsetTable.nextFence}): its offset writes fail once another
+     *                  process takes a newer one, and the engine stops
+     * @throws SourceSetupException when the database is not set up for the router, or the position drifted; the message
+     *                              names the fix
      */
-    public static CdcEngine start(RouterConfig config, Source source, ChangeHandler handler) {
+    public static CdcEngine start(RouterConfig config, Source source, ChangeHandler handler, boolean acceptGap, long fence) {
         source.prepare();
-        var engine = new CdcEngine(config, source, handler);
+        PositionCheck.verify(config, source, acceptGap);
+        var engine = new CdcEngine(config, source, handler, fence);
         engine.thread.execute(engine.engine);
         return engine;
     }
@@ -159,6 +166,19 @@ public final class CdcEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        stop();
+    }
+
+    /**
+     * Stops at once, without waiting for the batch in flight (it is read again by whoever streams next): for a process
+     * that lost the router's lock and must not go on publishing.
+     */
+    public void abort() {
+        consumer.stopping = true;
+        stop();
+    }
+
+    private void stop() {
         if (!completion.isDone()) { // a failed engine has already shut itself down
             try {
                 engine.close();
@@ -175,86 +195,6 @@ public final class CdcEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             thread.shutdownNow();
             Thread.currentThread().interrupt();
-        }
-    }
-
-    /** Runs on the engine's thread: the committer is not thread-safe and stays on it. */
-    private static final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeEvent<SourceRecord>> {
-        private final String routerName;
-        private final ChangeHandler handler;
-        private final TransactionBoundaries boundaries;
-        private final ChangeRecords changeRecords;
-        private final EngineProgress progress = new EngineProgress();
-        private volatile Drain drain;
-        /** Set when the engine is closing: batches that arrive now are left for the next start, not begun. */
-        private volatile boolean stopping;
-        private long lastStored;
-        private boolean storedOnce;
-
-        BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries boundaries, ChangeRecords changeRecords) {
-            this.routerName = routerName;
-            this.handler = handler;
-            this.boundaries = boundaries;
-            this.changeRecords = changeRecords;
-        }
-
-        @Override
-        public void handleBatch(List<RecordChangeEvent<SourceRecord>> records,
-                                DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) throws InterruptedException {
-            if (stopping) {
-                return; // nothing is marked processed: read again on the next start
-            }
-            progress.batchesStarted().incrementAndGet();
-            MDC.put("router", routerName); // what the handler logs belongs to this router (its status page lists it)
-            var raw = new ArrayList<SourceRecord>(records.size());
-            var events = new ArrayList<ChangeEvent>(records.size());
-            var pendingDrain = drain;
-            int marker = -1;
-            for (var r : records) {
-                if (pendingDrain != null && marker < 0 && pendingDrain.isMarker(r.record())) {
-                    marker = raw.size();
-                }
-                raw.add(r.record());
-                changeRecords.toEvent(r.record()).ifPresent(events::add);
-            }
-            if (!events.isEmpty()) {
-                handle(events);
-            }
-            int safe = boundaries.lastSafeIndex(raw);
-            // A batch with only other tables' transaction markers or heartbeats stores its position at most every
-            // IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a transaction the
-            // reader sees, and storing it at once would keep the router busy writing about its own writes.
-            long now = System.nanoTime();
-            boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
-            if (safe >= 0 && storedOnce && events.isEmpty() && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
-                safe = -1;
-            }
-            if (safe >= 0) {
-                committer.markProcessed(records.get(safe));
-                lastStored = now;
-                storedOnce = true;
-            }
-            committer.markBatchFinished();
-            if (pendingDrain != null) {
-                pendingDrain.batchStored(marker, safe);
-            }
-            progress.batchesFinished().incrementAndGet();
-        }
-
-        /** A failed batch stops the engine without storing its position: it is read again on restart. */
-        private void handle(List<ChangeEvent> events) throws InterruptedException {
-            try {
-                handler.handle(events);
-            } catch (InterruptedException | RuntimeException e) {
-                throw e;
-            } catch (Exception e) {
-                throw new IllegalStateException(e.getMessage(), e);
-            }
-        }
-
-        @Override
-        public boolean supportsTombstoneEvents() {
-            return false;
         }
     }
 }

@@ -1,5 +1,8 @@
 package io.outboxrouter.cdc;
 
+import java.util.Collection;
+import java.util.Set;
+
 /**
  * One prerequisite, checked: what, whether it holds, what was seen, and the fix when it does not.
  *
@@ -23,6 +26,15 @@ public record Check(String name, boolean ok, String detail, String fix) {
                 : state.startsWith("3D") || state.startsWith("42000") ? "check the database name in source.url"
                 : "check the source settings";
         return fail("source connection", "cannot use the source database " + url + ": " + e.getMessage(), hint);
+    }
+
+    /** Whether a table has every column the router reads; checked at start, not discovered row by row in the dead letters. */
+    static Check columns(String table, Set<String> present, Collection<String> required) {
+        var missing = required.stream().filter(c -> !present.contains(c)).toList();
+        return missing.isEmpty() ? pass("columns of " + table, "has " + String.join(", ", required))
+                : fail("columns of " + table, "table " + table + " has no column " + String.join(", ", missing)
+                        + " (named under outbox.columns or outbox.headers); every row would go to the dead-letter topic",
+                "add the column(s), or name the table's own columns under outbox.columns and outbox.headers");
     }
 
     /** One line for an operator: the failed check, what was seen, and the fix. */

@@ -55,11 +55,16 @@ final class ConnectorProperties {
      * per event on a table like the README's, with {@code created_at}).
      */
     static String columnIncludeList(RouterConfig config) {
+        String alternatives = String.join("|", outboxColumns(config).stream().map(Pattern::quote).toList());
+        return String.join(",", config.source().tables().stream().map(t -> regex(t) + "\\.(" + alternatives + ")").toList());
+    }
+
+    /** The columns the router reads from every outbox table: the five outbox columns and those mapped to headers. */
+    static List<String> outboxColumns(RouterConfig config) {
         var c = config.outbox().columns();
         var names = new LinkedHashSet<>(List.of(c.id(), c.aggregateType(), c.aggregateId(), c.type(), c.payload()));
         names.addAll(config.outbox().headers().keySet());
-        String alternatives = String.join("|", names.stream().map(Pattern::quote).toList());
-        return String.join(",", config.source().tables().stream().map(t -> regex(t) + "\\.(" + alternatives + ")").toList());
+        return List.copyOf(names);
     }
 
     /** table.include.list takes regular expressions: quote the dot. */

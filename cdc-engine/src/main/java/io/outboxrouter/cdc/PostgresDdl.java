@@ -18,8 +18,13 @@ public final class PostgresDdl {
                 + "', now()) ON CONFLICT (router_name) DO UPDATE SET beat_at = EXCLUDED.beat_at";
     }
 
-    /** The publication the router reads: only the given tables. */
-    public static String createPublication(String publication, List<String> tables) {
-        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables);
+    /**
+     * The publication the router reads: only the given tables.
+     *
+     * @param viaRoot whether a partitioned table's changes are published under its own name, not its partitions' (Postgres 13+)
+     */
+    public static String createPublication(String publication, List<String> tables, boolean viaRoot) {
+        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables)
+                + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
     }
 }

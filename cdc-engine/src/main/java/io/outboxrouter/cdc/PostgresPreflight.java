@@ -4,7 +4,9 @@ import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -22,8 +24,8 @@ final class PostgresPreflight {
     private PostgresPreflight() {
     }
 
-    static void run(SourceConfig source) {
-        var failed = checks(source).stream().filter(c -> !c.ok()).map(Check::problem).toList();
+    static void run(SourceConfig source, Collection<String> columns) {
+        var failed = checks(source, columns).stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
@@ -47,7 +49,7 @@ final class PostgresPreflight {
     }
 
     /** Every prerequisite, checked; a connection failure is one failed check. */
-    static List<Check> checks(SourceConfig source) {
+    static List<Check> checks(SourceConfig source, Collection<String> columns) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
@@ -62,7 +64,11 @@ final class PostgresPreflight {
                     "ALTER ROLE " + conn.user() + " WITH REPLICATION"));
             checks.add(slotCheck(c, source.postgres().slot()));
             for (String t : source.tables()) {
-                checks.add(tableCheck(c, t));
+                var table = tableCheck(c, t);
+                checks.add(table);
+                if (table.ok()) {
+                    checks.add(Check.columns(t, columns(c, t), columns));
+                }
             }
             checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
         } catch (SQLException e) {
@@ -90,31 +96,87 @@ final class PostgresPreflight {
                 "raise max_replication_slots (restart needed) or drop an unused slot");
     }
 
+    /**
+     * The table as the configuration names it: it must exist under exactly that name, since changes arrive under the name
+     * Postgres keeps (unquoted names are folded to lower case), and a change from a table of another name is not routed.
+     */
     private static Check tableCheck(Connection c, String table) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL, to_regclass(?) IS NOT NULL AND has_table_privilege(?, 'SELECT')")) {
-            ps.setString(1, table);
-            ps.setString(2, table);
-            ps.setString(3, table);
+        String name = "outbox table " + table;
+        var found = describe(c, "SELECT c.relkind::text, has_table_privilege(c.oid, 'SELECT'), n.nspname || '.' || c.relname "
+                + "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?", table, true);
+        if (found == null) {
+            var folded = describe(c, "SELECT c.relkind::text, false, n.nspname || '.' || c.relname FROM pg_class c "
+                    + "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)", table, false);
+            return folded == null
+                    ? Check.fail(name, "outbox table " + table + " does not exist (source.tables)",
+                            "`java -jar outbox-router.jar schema --config ...` prints the DDL")
+                    : Check.fail(name, "source.tables names " + table + ", but the table is called " + folded[2]
+                                    + " (Postgres folds unquoted names to lower case): its changes would arrive under that name and not be routed",
+                            "name it as the database does: source.tables: [" + folded[2] + "]");
+        }
+        if (!"t".equals(found[1])) {
+            return Check.fail(name, "no SELECT privilege on " + table, "GRANT SELECT ON " + table + " TO <router role>");
+        }
+        return Check.pass(name, "p".equals(found[0]) ? "exists (partitioned: published through its root), SELECT granted"
+                : "exists, SELECT granted");
+    }
+
+    /** relkind, SELECT privilege (t/f) and the qualified name of a table, or null when there is none. */
+    private static String[] describe(Connection c, String sql, String table, boolean byParts) throws SQLException {
+        try (var ps = c.prepareStatement(sql)) {
+            if (byParts) {
+                int dot = table.indexOf('.');
+                ps.setString(1, table.substring(0, dot));
+                ps.setString(2, table.substring(dot + 1));
+            } else {
+                ps.setString(1, table);
+            }
             try (var rs = ps.executeQuery()) {
-                rs.next();
-                if (!rs.getBoolean(1)) {
-                    return Check.fail("outbox table " + table, "outbox table " + table + " does not exist (source.tables)",
-                            "`java -jar outbox-router.jar schema --config ...` prints the DDL");
-                }
-                return rs.getBoolean(2) ? Check.pass("outbox table " + table, "exists, SELECT granted")
-                        : Check.fail("outbox table " + table, "no SELECT privilege on " + table, "GRANT SELECT ON " + table + " TO <router role>");
+                return rs.next() ? new String[] {rs.getString(1), rs.getBoolean(2) ? "t" : "f", rs.getString(3)} : null;
             }
         }
     }
 
+    /** The columns of a table, as Postgres names them; empty when there is no such table. */
+    static Set<String> columns(Connection c, String table) throws SQLException {
+        var columns = new LinkedHashSet<String>();
+        try (var ps = c.prepareStatement("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 "
+                + "AND NOT attisdropped ORDER BY attnum")) {
+            ps.setString(1, table);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    columns.add(rs.getString(1));
+                }
+            }
+        }
+        return columns;
+    }
+
+    /** Whether any of the tables is partitioned: its changes then arrive under the root only through such a publication. */
+    private static boolean anyPartitioned(Connection c, List<String> tables) throws SQLException {
+        for (String t : tables) {
+            var found = describe(c, "SELECT c.relkind::text, false, '' FROM pg_class c WHERE c.oid = to_regclass(?)", t, false);
+            if (found != null && "p".equals(found[0])) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static Check publicationCheck(Connection c, String publication, List<String> tables) throws SQLException {
         var published = publishedTables(c, publication);
-        String create = PostgresDdl.createPublication(publication, tables);
+        boolean partitioned = anyPartitioned(c, tables);
+        String create = PostgresDdl.createPublication(publication, tables, partitioned);
         if (published.isEmpty()) {
             return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
                     + "; this needs ownership of the tables, else run it as their owner)");
         }
         var missing = tables.stream().filter(t -> !published.get().contains(t)).toList();
+        if (partitioned && !viaRoot(c, publication)) {
+            return Check.fail("publication", "publication " + publication + " publishes the partitions of a partitioned outbox table "
+                    + "under their own names, which the router does not route", "ALTER PUBLICATION " + publication
+                    + " SET (publish_via_partition_root = true)");
+        }
         return missing.isEmpty() ? Check.pass("publication", "publication " + publication + " publishes " + String.join(", ", tables))
                 : Check.fail("publication", "publication " + publication + " exists but does not publish " + String.join(", ", missing),
                 "ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
@@ -165,12 +227,21 @@ final class PostgresPreflight {
         return Optional.of(published);
     }
 
+    private static boolean viaRoot(Connection c, String publication) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT pubviaroot FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, publication);
+            try (var rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
     private static void ensurePublication(Connection c, String publication, List<String> tables) throws SQLException {
         if (publishedTables(c, publication).isPresent()) {
             LOG.info("Using existing publication {}", publication);
             return;
         }
-        String sql = PostgresDdl.createPublication(publication, tables);
+        String sql = PostgresDdl.createPublication(publication, tables, anyPartitioned(c, tables));
         try (var st = c.createStatement()) {
             st.execute(sql);
         } catch (SQLException e) {

@@ -1,18 +1,23 @@
 package io.outboxrouter.cdc;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
+import java.io.IOException;
 import java.sql.SQLException;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import org.apache.kafka.connect.data.Struct;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Postgres through {@code pgoutput}: a named replication slot and a publication of only the outbox tables. */
 final class PostgresSource implements Source {
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresSource.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final RouterConfig config;
 
@@ -22,12 +27,12 @@ final class PostgresSource implements Source {
 
     @Override
     public List<Check> checks() {
-        return PostgresPreflight.checks(config.source());
+        return PostgresPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
     @Override
     public void prepare() {
-        PostgresPreflight.run(config.source());
+        PostgresPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
     @Override
@@ -85,24 +90,73 @@ final class PostgresSource implements Source {
     }
 
     @Override
+    public Optional<Drift> drift(StoredPosition stored) throws SQLException {
+        if (stored.reset()) {
+            return Optional.empty();
+        }
+        var pg = config.source().postgres();
+        String confirmed = null;
+        boolean slotExists;
+        String current;
+        try (var c = config.source().connection().open()) {
+            try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+                ps.setString(1, pg.slot());
+                try (var rs = ps.executeQuery()) {
+                    slotExists = rs.next();
+                    if (slotExists) {
+                        confirmed = rs.getString(1);
+                    }
+                }
+            }
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                rs.next();
+                current = rs.getString(1);
+            }
+        }
+        String table = config.offsets().table();
+        if (!slotExists && (!stored.isEmpty() || stored.storedBefore())) {
+            String at = storedLsn(stored);
+            return Optional.of(new Drift("replication slot " + pg.slot() + " does not exist, but router " + config.name()
+                    + (at == null ? " stored a position in " + table + " before" : " stored position " + at + " in " + table)
+                    + ": the slot was dropped while the router was stopped, or this server is a replica or a restore without it",
+                    "start from a new slot at the current WAL position " + current + ": the events committed "
+                            + (at == null ? "since the router last ran" : "between " + at + " and " + current)
+                            + " are not published (publish the rows still in the outbox table again with `replay`)"));
+        }
+        if (slotExists && stored.isEmpty()) {
+            // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
+            // slot only moves after a position was stored here; events after it may be published again, none skipped.
+            LOG.warn("Router {} has no stored position in {}{}; resuming from its slot {} at {}: events after it may be published "
+                    + "again, none is skipped", config.name(), table, stored.storedBefore() ? " (its rows were deleted or the table "
+                    + "truncated)" : "", pg.slot(), confirmed);
+        }
+        return Optional.empty();
+    }
+
+    /** The LSN of a stored Debezium Postgres offset, as Postgres prints it; null when unreadable. */
+    private static String storedLsn(StoredPosition stored) {
+        if (stored.value() == null) {
+            return null;
+        }
+        try {
+            var lsn = JSON.readTree(stored.value()).path("lsn");
+            return lsn.canConvertToLong() ? Long.toHexString(lsn.asLong() >>> 32).toUpperCase() + "/"
+                    + Long.toHexString(lsn.asLong() & 0xFFFFFFFFL).toUpperCase() : null;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    @Override
     public Optional<SlotMonitor> monitor() {
         return Optional.of(new SlotMonitor(config.source(), config.name()));
     }
 
     @Override
     public Set<String> columns(String table) throws SQLException {
-        var columns = new LinkedHashSet<String>();
-        try (var c = config.source().connection().open();
-             var ps = c.prepareStatement("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 "
-                     + "AND NOT attisdropped ORDER BY attnum")) {
-            ps.setString(1, table);
-            try (var rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    columns.add(rs.getString(1));
-                }
-            }
+        try (var c = config.source().connection().open()) {
+            return PostgresPreflight.columns(c, table);
         }
-        return columns;
     }
 
     @Override

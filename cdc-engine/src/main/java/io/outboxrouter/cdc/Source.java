@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.offsets.OffsetTable;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
@@ -25,6 +26,18 @@ public sealed interface Source permits PostgresSource, BinlogSource {
 
     /** Every prerequisite of the database, checked without changing anything (for {@code check}). */
     List<Check> checks();
+
+    /** Whether the router's stored position still adds up with the database, as a check (for {@code check}). */
+    default Check positionCheck(RouterConfig config) {
+        try {
+            return PositionCheck.find(config, this).map(d -> Check.fail("stored position", d.problem(),
+                            "to accept this and " + d.accepted() + ", start the router once with run --accept-gap"))
+                    .orElseGet(() -> Check.pass("stored position", "adds up with the source"));
+        } catch (RuntimeException e) {
+            return Check.fail("stored position", "cannot compare the stored position with the source: " + e.getMessage(),
+                    "check the offsets and source connections");
+        }
+    }
 
     /**
      * Checks every prerequisite and creates what the router may create itself (a publication, a heartbeat table).
@@ -65,6 +78,21 @@ public sealed interface Source permits PostgresSource, BinlogSource {
      * @throws IllegalArgumentException when this source cannot go back there; the message says why and what to do instead
      */
     Map<String, String> offsetsAt(String position, Map<String, String> stored) throws SQLException;
+
+    /**
+     * Whether the stored position still adds up with the server: a replication slot or binlog that is gone, offsets that
+     * are gone while the stream's state remains. Reads only.
+     */
+    Optional<Drift> drift(StoredPosition stored) throws SQLException;
+
+    /**
+     * Forgets the router's position on purpose ({@code offsets reset}, {@code run --accept-gap}): the next start begins
+     * afresh, as {@code source.snapshot} says, and is not refused for the missing position.
+     */
+    default void resetPosition(OffsetTable table, String routerName) {
+        table.delete(routerName);
+        table.write(routerName, Map.of(OffsetTable.STATE_KEY, OffsetTable.RESET));
+    }
 
     /** The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch. */
     Optional<SlotMonitor> monitor();

@@ -40,7 +40,7 @@ public final class ConfigReference {
             new Entry("routing.dead-letters.policy", "`dead-letter`", "for rows that cannot become events: `dead-letter`, `fail` or `skip`"),
             new Entry("routing.dead-letters.topic", "`outbox.dead-letters`", "the dead-letter topic"),
             new Entry("kafka.bootstrap-servers", "required", "Kafka brokers, `host:port,...`"),
-            new Entry("kafka.producer.*", "", "producer properties passed through (security, compression, ...); `acks` and `enable.idempotence` cannot be weakened"),
+            new Entry("kafka.producer.*", "", "producer properties passed through (security, compression, ...); `acks` and `enable.idempotence` cannot be weakened; `partitioner.class`, `partitioner.ignore.keys` and `transactional.id` are refused (order per aggregate depends on partitioning by key)"),
             new Entry("kafka.give-up-after", "`5m`", "how long a failing batch is retried before the router stops; `0` retries forever"),
             new Entry("offsets.table", "`outbox_router_offsets`", "offsets table, created when missing; may be schema-qualified"),
             new Entry("offsets.schema-history-table", "`outbox_router_schema_history`", "MySQL/MariaDB: the table shapes the binlog reader needs, beside the offsets; created when missing"),
@@ -51,7 +51,7 @@ public final class ConfigReference {
             new Entry("offsets.password-file", "", "or a file holding it"),
             new Entry("http.enabled", "`true`", "serve `/health/live` and `/health/ready`"),
             new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them"),
-            new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here"));
+            new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here; `provide.transaction.metadata`, `topic.prefix`, `offset.storage*`, `snapshot.mode`, `name` and `connector.class` are refused (the router sets them, or `source.snapshot` does)"));
 
     private ConfigReference() {
     }

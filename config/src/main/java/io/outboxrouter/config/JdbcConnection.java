@@ -3,6 +3,7 @@ package io.outboxrouter.config;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.Properties;
 
 /** A JDBC URL with its credentials. The password is a {@link Secret}, so printing this record is safe. */
 public record JdbcConnection(String url, String user, Secret password) {
@@ -10,6 +11,17 @@ public record JdbcConnection(String url, String user, Secret password) {
     /** Opens a new connection; the one way the router connects to a database outside its pools. */
     public Connection open() throws SQLException {
         return DriverManager.getConnection(url, user, password.reveal());
+    }
+
+    /** Opens a new connection with extra driver properties (timeouts, keepalive). */
+    public Connection open(Properties driverProperties) throws SQLException {
+        var p = new Properties();
+        p.putAll(driverProperties);
+        if (user != null) {
+            p.setProperty("user", user);
+        }
+        p.setProperty("password", password.reveal());
+        return DriverManager.getConnection(url, p);
     }
 
     /** The URL without its query string (which may carry credentials), for messages. */

@@ -20,6 +20,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -42,11 +44,25 @@ public final class RouterConfigLoader {
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
     private static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
     private static final Pattern OPTIONALLY_QUALIFIED = Pattern.compile("([A-Za-z_][A-Za-z0-9_$]*\\.)?[A-Za-z_][A-Za-z0-9_$]*");
-    private static final Set<String> LOGICAL_FIELDS = Set.of("id", "aggregatetype", "aggregateid", "type");
     /** Producer settings the delivery guarantees depend on: not overridable. */
     private static final Map<String, String> FIXED_PRODUCER = Map.of(
             "acks", "all", "enable.idempotence", "true");
     private static final Set<String> OWNED_PRODUCER = Set.of("key.serializer", "value.serializer", "bootstrap.servers");
+    /**
+     * Pass-through keys that would break a guarantee, with why (a key ending in '*' covers every key it starts). Refused,
+     * never quietly overridden: the user must learn that the setting has no effect.
+     */
+    private static final Map<String, String> DEBEZIUM_REFUSED = Map.of(
+            "provide.transaction.metadata", "is set by the router: offsets are stored only at transaction ends, which it needs",
+            "topic.prefix", "is set by the router to its name, which names the offsets and the connector's metrics",
+            "offset.storage*", "is set by the router: offsets live in its offsets table (offsets.table, offsets.url)",
+            "snapshot.mode", "conflicts with source.snapshot; set that instead",
+            "name", "is set by the router to its name",
+            "connector.class", "follows source.kind");
+    private static final Map<String, String> PRODUCER_REFUSED = Map.of(
+            "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
+            "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
+            "transactional.id", "is not supported: delivery is at-least-once with an idempotent producer");
 
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
@@ -83,10 +99,10 @@ public final class RouterConfigLoader {
     }
 
     /** Every key of the configuration model, as the loader reads them (maps such as {@code kafka.producer} as one key). */
-    static java.util.SortedSet<String> modelKeys() {
+    static SortedSet<String> modelKeys() {
         var top = new ConfigNode("", MissingNode.getInstance(), Map.of(), new ArrayList<>());
         build(top);
-        var keys = new java.util.TreeSet<String>();
+        var keys = new TreeSet<String>();
         top.collectLeafKeys(keys);
         return keys;
     }
@@ -103,6 +119,7 @@ public final class RouterConfigLoader {
         var offsets = offsets(top.child("offsets"));
         var http = http(top.child("http"));
         var debezium = top.stringMap("debezium");
+        debezium.keySet().forEach(k -> refusedPassThrough(k, DEBEZIUM_REFUSED).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
     }
 
@@ -215,17 +232,25 @@ public final class RouterConfigLoader {
         return new RoutingConfig(topic, new DeadLetters(policy, dlTopic));
     }
 
+    /** Why a pass-through key is refused, or empty when it may be set. */
+    private static Optional<String> refusedPassThrough(String key, Map<String, String> refused) {
+        for (var e : refused.entrySet()) {
+            boolean prefix = e.getKey().endsWith("*");
+            String k = prefix ? e.getKey().substring(0, e.getKey().length() - 1) : e.getKey();
+            if (prefix ? key.startsWith(k) : key.equals(k)) {
+                return Optional.of(e.getValue() + "; remove it");
+            }
+        }
+        return Optional.empty();
+    }
+
     /** Placeholders a template may use: the logical field names and every column the config names. */
     public static Set<String> knownPlaceholders(OutboxConfig outbox) {
-        var known = new LinkedHashSet<String>(List.of("id", "aggregatetype", "aggregateid", "type"));
+        var known = new LinkedHashSet<String>(OutboxConfig.Columns.LOGICAL_FIELDS);
         var c = outbox.columns();
         known.addAll(List.of(c.id(), c.aggregateType(), c.aggregateId(), c.type()));
         known.addAll(outbox.headers().keySet());
         return known;
-    }
-
-    public static boolean isLogicalField(String placeholder) {
-        return LOGICAL_FIELDS.contains(placeholder);
     }
 
     private static KafkaConfig kafka(ConfigNode n) {
@@ -237,6 +262,7 @@ public final class RouterConfigLoader {
                 n.problem(n.key("producer." + k), "must be " + fixed
                         + ": ordered at-least-once delivery depends on it (was \"" + v + "\")");
             }
+            refusedPassThrough(k, PRODUCER_REFUSED).ifPresent(why -> n.problem(n.key("producer." + k), why));
             if (OWNED_PRODUCER.contains(k)) {
                 n.problem(n.key("producer." + k), "is set by the router; remove it"
                         + (k.equals("bootstrap.servers") ? " and use kafka.bootstrap-servers" : ""));

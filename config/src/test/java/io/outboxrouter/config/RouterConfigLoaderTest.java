@@ -194,4 +194,30 @@ class RouterConfigLoaderTest {
     void badYamlSaysWhere() {
         assertThat(problems("name: [unclosed\n")).singleElement().asString().startsWith("not valid YAML at line");
     }
+
+    @Test
+    void passThroughKeysThatWouldBreakAGuaranteeAreRefusedWithTheReason() {
+        var e = org.assertj.core.api.Assertions.catchThrowableOfType(ConfigException.class, () -> RouterConfigLoader.parse("""
+                name: orders
+                source: { url: "jdbc:postgresql://db:5432/app", user: u, password: p, tables: [public.outbox] }
+                kafka:
+                  bootstrap-servers: "k:9092"
+                  producer: { partitioner.class: "x.RoundRobin", partitioner.ignore.keys: "true", transactional.id: "t", linger.ms: "5" }
+                debezium:
+                  provide.transaction.metadata: "false"
+                  topic.prefix: other
+                  offset.storage.file.filename: /tmp/o
+                  snapshot.mode: initial
+                  slot.max.retries: "3"
+                """, java.util.Map.of()));
+        assertThat(e.getMessage()).contains(
+                "kafka.producer.partitioner.class: would break order per aggregate",
+                "kafka.producer.partitioner.ignore.keys: would break order per aggregate",
+                "kafka.producer.transactional.id: is not supported",
+                "debezium.provide.transaction.metadata: is set by the router",
+                "debezium.topic.prefix: is set by the router",
+                "debezium.offset.storage.file.filename: is set by the router",
+                "debezium.snapshot.mode: conflicts with source.snapshot")
+                .doesNotContain("linger.ms", "slot.max.retries");
+    }
 }

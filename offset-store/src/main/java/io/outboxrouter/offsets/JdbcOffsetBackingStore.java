@@ -32,12 +32,17 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
 
     /** The engine property that names this store's {@link OffsetStoreStats} bean. */
     public static final String INSTANCE_PROPERTY = OffsetTableSettings.OFFSETS_PREFIX + "instance";
+    /** The engine property with this process's fencing token ({@link OffsetTable#nextFence}); without it writes are not fenced. */
+    public static final String FENCE_PROPERTY = OffsetTableSettings.OFFSETS_PREFIX + "fence";
 
     private OffsetTableSettings settings;
     private String instance;
+    private Long fence;
     private OffsetTable table;
     private ExecutorService executor;
     private OffsetStoreStats stats;
+    /** Whether this store wrote the router's state row yet; touched only by the store's thread. */
+    private boolean stateWritten;
 
     /** Instantiated by the engine through reflection; settings arrive in {@link #configure}. */
     public JdbcOffsetBackingStore() {
@@ -47,6 +52,8 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     public void configure(WorkerConfig config) {
         settings = OffsetTableSettings.fromProperties(OffsetTableSettings.OFFSETS_PREFIX, config.originalsStrings());
         instance = config.originalsStrings().getOrDefault(INSTANCE_PROPERTY, "default");
+        String token = config.originalsStrings().get(FENCE_PROPERTY);
+        fence = token == null ? null : Long.valueOf(token);
     }
 
     @Override
@@ -102,11 +109,22 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     public Future<Void> set(Map<ByteBuffer, ByteBuffer> values, Callback<Void> callback) {
         var entries = new LinkedHashMap<String, String>();
         values.forEach((k, v) -> entries.put(text(k), v == null ? null : text(v)));
-        return CompletableFuture.runAsync(() -> table.write(settings.routerName(), entries), executor)
+        return CompletableFuture.runAsync(() -> {
+                    if (!stateWritten) {
+                        // From now on, finding no offsets means they were lost, not that this is a first start.
+                        entries.put(OffsetTable.STATE_KEY, OffsetTable.STORED);
+                    }
+                    if (fence == null) {
+                        table.write(settings.routerName(), entries);
+                    } else {
+                        table.write(settings.routerName(), entries, fence);
+                    }
+                    stateWritten = true;
+                }, executor)
                 .whenComplete((ok, error) -> {
                     Throwable cause = error != null && error.getCause() != null ? error.getCause() : error;
                     if (cause != null) {
-                        stats.failed(cause);
+                        stats.failed(cause, fenced(cause));
                         LOG.error("Could not store offsets of router {}: {}", settings.routerName(), cause.getMessage());
                     } else {
                         stats.stored();
@@ -125,6 +143,15 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         table.read(settings.routerName()).forEach((k, v) ->
                 OffsetUtils.processPartitionKey(k.getBytes(StandardCharsets.UTF_8), v.getBytes(StandardCharsets.UTF_8), converter, partitions));
         return partitions.getOrDefault(connectorName, Set.of());
+    }
+
+    private static boolean fenced(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof FencedException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String text(ByteBuffer b) {

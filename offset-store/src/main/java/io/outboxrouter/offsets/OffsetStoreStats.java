@@ -30,6 +30,7 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
     private final AtomicLong consecutiveFailures = new AtomicLong();
     private final AtomicLong lastStored = new AtomicLong();
     private final AtomicReference<String> lastError = new AtomicReference<>("");
+    private volatile boolean fenced;
 
     private OffsetStoreStats(ObjectName name) {
         this.name = name;
@@ -53,8 +54,10 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
      *
      * @param lastStored when the last write succeeded; null before the first
      * @param lastError  why the last failed write failed; empty when none has
+     * @param fenced     a write was refused because another process took the router over: this one must stop
      */
-    public record Snapshot(long stored, long failed, long retries, long consecutiveFailures, Instant lastStored, String lastError) {
+    public record Snapshot(long stored, long failed, long retries, long consecutiveFailures, Instant lastStored, String lastError,
+                           boolean fenced) {
     }
 
     /** An engine's offset store, read now; empty before the engine started it and after it stopped. */
@@ -68,7 +71,7 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
             var bean = JMX.newMBeanProxy(server, name, OffsetStoreStatsMBean.class);
             long at = bean.getLastStoredEpochMillis();
             return Optional.of(new Snapshot(bean.getStoredTotal(), bean.getFailedTotal(), bean.getRetriesTotal(),
-                    bean.getConsecutiveFailures(), at == 0 ? null : Instant.ofEpochMilli(at), bean.getLastError()));
+                    bean.getConsecutiveFailures(), at == 0 ? null : Instant.ofEpochMilli(at), bean.getLastError(), bean.isFenced()));
         } catch (UndeclaredThrowableException e) {
             return Optional.empty(); // the store stopped between the two calls
         }
@@ -107,7 +110,8 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
         lastStored.set(System.currentTimeMillis());
     }
 
-    void failed(Throwable cause) {
+    void failed(Throwable cause, boolean fencedOut) {
+        fenced |= fencedOut;
         failed.incrementAndGet();
         consecutiveFailures.incrementAndGet();
         lastError.set(Retry.describe(cause));
@@ -146,5 +150,10 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
     @Override
     public String getLastError() {
         return lastError.get();
+    }
+
+    @Override
+    public boolean isFenced() {
+        return fenced;
     }
 }

@@ -22,4 +22,7 @@ public interface OffsetStoreStatsMBean {
 
     /** Why the last failed write failed; empty when none has. */
     String getLastError();
+
+    /** Whether a write was refused because another process took the router over (a newer fencing token). */
+    boolean isFenced();
 }

@@ -1,6 +1,8 @@
 package io.outboxrouter.offsets;
 
 import io.outboxrouter.retry.Retry;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.regex.Pattern;
 
 /**
  * The router's durable positions: one row per (router name, offset key) in a JDBC table. Every statement names
@@ -18,6 +21,19 @@ public final class OffsetTable implements AutoCloseable {
     /** One stored row, for operators. */
     public record Row(String routerName, String key, String value, Instant updatedAt) {
     }
+
+    /**
+     * The row that records this router's state beside its offsets: {@link #STORED} once it stored a position,
+     * {@link #RESET} after an operator reset it. Told apart from the engine's keys, which are JSON arrays.
+     */
+    public static final String STATE_KEY = "outbox-router.state";
+    /** The router has stored a position: no stored offsets now means they were lost. JSON, like every value. */
+    public static final String STORED = "{\"state\":\"stored\"}";
+    /** An operator reset the position ({@code offsets reset}): the next start begins afresh. */
+    public static final String RESET = "{\"state\":\"reset\"}";
+    /** The row that holds the router's fencing token ({@link #nextFence}). */
+    public static final String FENCE_KEY = "outbox-router.fence";
+    private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
 
     private final JdbcStore store;
     private final String table;
@@ -51,8 +67,20 @@ public final class OffsetTable implements AutoCloseable {
         });
     }
 
-    /** Every stored key and value of one router. */
+    /** Every stored key and value of one router, without its state row. */
     public Map<String, String> read(String routerName) {
+        var out = readAll(routerName);
+        out.remove(STATE_KEY);
+        out.remove(FENCE_KEY);
+        return out;
+    }
+
+    /** The router's state row ({@link #STORED}, {@link #RESET}); empty when it never stored a position here. */
+    public Optional<String> state(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(STATE_KEY));
+    }
+
+    private Map<String, String> readAll(String routerName) {
         return run("read offsets of " + routerName, c -> {
             var out = new LinkedHashMap<String, String>();
             try (var ps = c.prepareStatement("SELECT offset_key, offset_value FROM " + table + " WHERE router_name = ? ORDER BY offset_key")) {
@@ -95,30 +123,82 @@ public final class OffsetTable implements AutoCloseable {
     public void write(String routerName, Map<String, String> entries) {
         Objects.requireNonNull(routerName, "routerName");
         run("write offsets of " + routerName, c -> {
-            try (var upsert = c.prepareStatement(store.dialect().upsert(table));
-                 var delete = c.prepareStatement("DELETE FROM " + table + " WHERE router_name = ? AND offset_key = ?")) {
-                upsert.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
-                delete.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
-                for (var e : entries.entrySet()) {
-                    var ps = e.getValue() == null ? delete : upsert;
-                    ps.setString(1, routerName);
-                    ps.setString(2, e.getKey());
-                    if (e.getValue() != null) {
-                        ps.setString(3, e.getValue());
-                    }
-                    ps.executeUpdate();
-                }
-            }
+            writeEntries(c, routerName, entries);
             return null;
         });
     }
 
-    /** Deletes every stored offset of one router; returns how many rows went. */
+    /**
+     * Writes as {@link #write(String, Map)}, only while {@code fence} is still the router's fencing token: a process that
+     * lost the router to another (which took a newer token) cannot move the position any more.
+     *
+     * @throws OffsetStoreException caused by {@link FencedException} when another process took a newer token
+     */
+    public void write(String routerName, Map<String, String> entries, long fence) {
+        Objects.requireNonNull(routerName, "routerName");
+        run("write offsets of " + routerName, c -> {
+            long current = fence(c, routerName);
+            if (current != fence) {
+                throw new FencedException("router " + routerName + "'s fencing token is " + current + ", this process holds " + fence
+                        + ": another process took the router over");
+            }
+            writeEntries(c, routerName, entries);
+            return null;
+        });
+    }
+
+    /** Takes the router's next fencing token; call it holding the router lock, before the engine starts. */
+    public long nextFence(String routerName) {
+        return run("take the fencing token of " + routerName, c -> {
+            long next = fence(c, routerName) + 1;
+            writeEntries(c, routerName, Map.of(FENCE_KEY, "{\"fence\":" + next + "}"));
+            return next;
+        });
+    }
+
+    /** The router's fencing token, its row locked until the transaction ends; 0 before the first. */
+    private long fence(Connection c, String routerName) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT offset_value FROM " + table + " WHERE router_name = ? AND offset_key = ? FOR UPDATE")) {
+            ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+            ps.setString(1, routerName);
+            ps.setString(2, FENCE_KEY);
+            try (var rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return 0;
+                }
+                var m = FENCE_VALUE.matcher(rs.getString(1));
+                return m.find() ? Long.parseLong(m.group(1)) : 0;
+            }
+        }
+    }
+
+    private void writeEntries(Connection c, String routerName, Map<String, String> entries) throws SQLException {
+        try (var upsert = c.prepareStatement(store.dialect().upsert(table));
+             var delete = c.prepareStatement("DELETE FROM " + table + " WHERE router_name = ? AND offset_key = ?")) {
+            upsert.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+            delete.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+            for (var e : entries.entrySet()) {
+                var ps = e.getValue() == null ? delete : upsert;
+                ps.setString(1, routerName);
+                ps.setString(2, e.getKey());
+                if (e.getValue() != null) {
+                    ps.setString(3, e.getValue());
+                }
+                ps.executeUpdate();
+            }
+        }
+    }
+
+    /**
+     * Deletes every stored offset of one router, and its state row; returns how many rows went. Its fencing token stays:
+     * a process that held an older one is still refused.
+     */
     public int delete(String routerName) {
         return run("delete offsets of " + routerName, c -> {
-            try (var ps = c.prepareStatement("DELETE FROM " + table + " WHERE router_name = ?")) {
+            try (var ps = c.prepareStatement("DELETE FROM " + table + " WHERE router_name = ? AND offset_key <> ?")) {
                 ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
                 ps.setString(1, routerName);
+                ps.setString(2, FENCE_KEY);
                 return ps.executeUpdate();
             }
         });

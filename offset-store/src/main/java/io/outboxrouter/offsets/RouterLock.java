@@ -16,12 +16,20 @@ import java.util.Optional;
  * with the same name waits for it (a standby), and {@code offsets set|reset} refuse while it is held.
  */
 public final class RouterLock implements AutoCloseable {
+    /** How long the server keeps a lock whose client went silent (a lost host, a paused VM) before a standby may take it. */
+    static final int DEAD_SESSION_SECONDS = 15;
+    private static final int CHECK_TIMEOUT_SECONDS = 2;
+
     private final Connection connection;
     private final String description;
+    private final SqlDialect dialect;
+    private final String routerName;
 
-    private RouterLock(Connection connection, String description) {
+    private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName) {
         this.connection = connection;
         this.description = description;
+        this.dialect = dialect;
+        this.routerName = routerName;
     }
 
     /**
@@ -31,9 +39,9 @@ public final class RouterLock implements AutoCloseable {
      * @throws SQLException when the database cannot be reached or refuses the statement
      */
     public static Optional<RouterLock> tryAcquire(OffsetTableSettings settings) throws SQLException {
-        var c = settings.connection().open();
+        SqlDialect dialect = SqlDialect.of(settings.url());
+        var c = settings.connection().open(dialect.timeouts());
         try {
-            SqlDialect dialect = SqlDialect.of(settings.url());
             String sql = dialect == SqlDialect.POSTGRES ? "SELECT pg_try_advisory_lock(?)" : "SELECT GET_LOCK(?, 0)";
             try (var ps = c.prepareStatement(sql)) {
                 if (dialect == SqlDialect.POSTGRES) {
@@ -46,7 +54,8 @@ public final class RouterLock implements AutoCloseable {
                     // Postgres answers a boolean; MySQL/MariaDB 1, 0, or NULL on an error.
                     Object got = rs.getObject(1);
                     if (Boolean.TRUE.equals(got) || got instanceof Number n && n.intValue() == 1) {
-                        return Optional.of(new RouterLock(c, describe(settings)));
+                        dialect.expireDeadSession(c, DEAD_SESSION_SECONDS);
+                        return Optional.of(new RouterLock(c, describe(settings), dialect, settings.routerName()));
                     }
                 }
             }
@@ -63,13 +72,33 @@ public final class RouterLock implements AutoCloseable {
         return "router " + settings.routerName() + " (lock in " + settings.connection().displayUrl() + ")";
     }
 
-    /** Whether the session that holds the lock is still alive; when it is not, the lock is gone too. */
+    /**
+     * Whether this session still holds the lock, asked of the server (not only whether the connection looks alive): a
+     * session killed by an operator, or ended by a database restart, has lost it, and a standby may hold it now.
+     */
     public boolean isHeld() {
-        try {
-            return connection.isValid(2);
+        String sql = dialect == SqlDialect.POSTGRES
+                ? "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() "
+                        + "AND ((classid::bigint << 32) | objid::bigint) = ?)"
+                : "SELECT IS_USED_LOCK(?) = CONNECTION_ID()";
+        try (var ps = connection.prepareStatement(sql)) {
+            ps.setQueryTimeout(CHECK_TIMEOUT_SECONDS);
+            if (dialect == SqlDialect.POSTGRES) {
+                ps.setLong(1, postgresKey(routerName));
+            } else {
+                ps.setString(1, mysqlName(routerName));
+            }
+            try (var rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
         } catch (SQLException e) {
             return false;
         }
+    }
+
+    /** Whether a failure to reach the lock's database is an outage worth waiting out (not bad credentials or SQL). */
+    public static boolean isOutage(SQLException e) {
+        return JdbcStore.isTransient(e);
     }
 
     public String description() {

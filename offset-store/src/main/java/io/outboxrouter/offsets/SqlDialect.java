@@ -1,8 +1,31 @@
 package io.outboxrouter.offsets;
 
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Properties;
+
 /** The SQL differences between the databases the offset table lives in. */
 enum SqlDialect {
     POSTGRES {
+        @Override
+        Properties timeouts() {
+            var p = new Properties();
+            p.setProperty("connectTimeout", "5");
+            p.setProperty("socketTimeout", "10");
+            p.setProperty("tcpKeepAlive", "true");
+            return p;
+        }
+
+        @Override
+        void expireDeadSession(Connection c, int seconds) throws SQLException {
+            try (var st = c.createStatement()) {
+                // The server notices a client that went away (a lost host) by TCP keepalive instead of after hours.
+                st.execute("SET tcp_keepalives_idle = " + Math.max(1, seconds / 3));
+                st.execute("SET tcp_keepalives_interval = 1");
+                st.execute("SET tcp_keepalives_count = " + Math.max(1, seconds / 3));
+            }
+        }
+
         @Override
         String upsert(String table) {
             return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP) "
@@ -10,6 +33,23 @@ enum SqlDialect {
         }
     },
     MYSQL {
+        @Override
+        Properties timeouts() {
+            var p = new Properties();
+            p.setProperty("connectTimeout", "5000");
+            p.setProperty("socketTimeout", "10000");
+            p.setProperty("tcpKeepAlive", "true");
+            return p;
+        }
+
+        @Override
+        void expireDeadSession(Connection c, int seconds) throws SQLException {
+            try (var st = c.createStatement()) {
+                // The lock check keeps the session busy every second; a silent client's session ends after this.
+                st.execute("SET SESSION wait_timeout = " + seconds);
+            }
+        }
+
         @Override
         String upsert(String table) {
             return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(3)) "
@@ -27,6 +67,12 @@ enum SqlDialect {
         throw new IllegalArgumentException("offsets: unsupported database in " + jdbcUrl
                 + " (supported: jdbc:postgresql:, jdbc:mysql:, jdbc:mariadb:)");
     }
+
+    /** Driver properties for a connection that must notice a dead server within seconds (the router lock). */
+    abstract Properties timeouts();
+
+    /** Makes the server end this session within about {@code seconds} when its client goes silent, releasing its locks. */
+    abstract void expireDeadSession(Connection c, int seconds) throws SQLException;
 
     /** Insert or replace one row; parameters: router name, key, value. */
     abstract String upsert(String table);

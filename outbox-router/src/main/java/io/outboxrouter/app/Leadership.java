@@ -2,30 +2,51 @@ package io.outboxrouter.app;
 
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
+import io.outboxrouter.retry.Retry;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Owns "am I the active process?" for one router name: takes the router's lock, or stands by and takes it as soon as it
- * is free, then watches it; a process that loses it is told to stop, so that only one process streams.
+ * is free; asks the server every second whether it still holds it. A process that loses it (its session killed, the
+ * database restarted) stops streaming at once, then takes the lock again if it is free and goes on from the stored
+ * offset; if another process holds it now, this one gives up. A database that cannot be reached is waited for.
  */
 final class Leadership implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Leadership.class);
     private static final Duration STANDBY_POLL = Duration.ofSeconds(1);
-    private static final Duration LOCK_CHECK = Duration.ofSeconds(5);
+    private static final Duration LOCK_CHECK = Duration.ofSeconds(1);
+    /** How long the lock's database may stay unreachable, at start or after a lost lock, before the router gives up. */
+    static final Duration OUTAGE_BUDGET = Duration.ofMinutes(10);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(10);
+
+    /** What the router does as the lock comes and goes; called on the router's timer thread (the first take on the caller's). */
+    interface Listener {
+        /** This process holds the lock: start streaming. An exception stops the router. */
+        void activated(RouterLock lock);
+
+        /** The lock is gone: stop streaming now. */
+        void lost(String why);
+
+        /** Give up: the router stops with this error. */
+        void failed(Throwable error);
+    }
 
     private final OffsetTableSettings settings;
     private final ScheduledExecutorService timer;
-    private Consumer<RouterLock> onActive;
-    private Consumer<Throwable> onFailure;
+    private Listener listener;
     private volatile RouterLock lock;
     private volatile boolean closed;
+    private volatile String waitingFor;
+    private ScheduledFuture<?> check;
+    private long outageSince;
+    private long backoffMillis = STANDBY_POLL.toMillis();
 
     Leadership(OffsetTableSettings settings, ScheduledExecutorService timer) {
         this.settings = settings;
@@ -33,91 +54,149 @@ final class Leadership implements AutoCloseable {
     }
 
     /**
-     * Takes the lock now and calls {@code onActive}, or stands by and calls it once the lock is free. {@code onFailure}
-     * hears of a lock that was lost, or of an activation that failed while standing by.
+     * Takes the lock now and activates, or stands by (another process holds it), or waits for the database.
      *
-     * @throws IllegalStateException when the database that holds the lock cannot be reached at start
+     * @throws RuntimeException when the lock's database refuses for a reason waiting cannot fix (credentials), or the
+     *                          first activation fails (a setup error)
      */
-    void start(Consumer<RouterLock> onActive, Consumer<Throwable> onFailure) {
-        this.onActive = onActive;
-        this.onFailure = onFailure;
-        var acquired = tryLock();
-        if (acquired.isPresent()) {
-            activate(acquired.get());
-        } else {
-            LOG.info("Another process runs {}: standing by until it stops", RouterLock.describe(settings));
-            timer.schedule(this::standBy, STANDBY_POLL.toMillis(), TimeUnit.MILLISECONDS);
+    void start(Listener listener) {
+        this.listener = listener;
+        try {
+            var acquired = RouterLock.tryAcquire(settings);
+            if (acquired.isPresent()) {
+                activate(acquired.get());
+                return;
+            }
+            standingBy();
+        } catch (SQLException e) {
+            if (!RouterLock.isOutage(e)) {
+                throw new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings) + ": " + e.getMessage()
+                        + " (offsets.connection, or the source's connection when that is not set)", e);
+            }
+            unreachable(e);
         }
+        schedule(false);
     }
 
-    /** Whether this process holds the lock (false while standing by). */
+    /** Whether this process holds the lock (false while standing by or waiting). */
     boolean isActive() {
         return lock != null;
     }
 
-    private Optional<RouterLock> tryLock() {
-        try {
-            return RouterLock.tryAcquire(settings);
-        } catch (SQLException e) {
-            throw new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings) + ": " + e.getMessage()
-                    + " (offsets.connection, or the source's connection when that is not set)", e);
-        }
+    /** What the process waits for while not active: the database, or the other process; null while active. */
+    String waitingFor() {
+        return lock != null ? null : waitingFor;
     }
 
     private void activate(RouterLock acquired) {
         lock = acquired;
+        waitingFor = null;
+        outageSince = 0;
+        backoffMillis = STANDBY_POLL.toMillis();
         try {
-            onActive.accept(acquired);
+            listener.activated(acquired);
         } catch (RuntimeException e) {
             lock = null;
             acquired.close();
             throw e;
         }
-        timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+        check = timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    private void standBy() {
+    private void schedule(boolean afterLoss) {
+        if (!closed) {
+            timer.schedule(() -> retake(afterLoss), backoffMillis, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** One try at the lock, while standing by or after losing it. */
+    private void retake(boolean afterLoss) {
         if (closed) {
             return;
         }
         Optional<RouterLock> acquired;
         try {
-            acquired = tryLock();
-        } catch (RuntimeException e) {
-            LOG.warn("Standing by: {}", e.getMessage());
-            acquired = Optional.empty();
-        }
-        if (acquired.isEmpty()) {
-            timer.schedule(this::standBy, STANDBY_POLL.toMillis(), TimeUnit.MILLISECONDS);
+            acquired = RouterLock.tryAcquire(settings);
+        } catch (SQLException e) {
+            if (!RouterLock.isOutage(e) || outageBudgetSpent()) {
+                listener.failed(new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings)
+                        + (RouterLock.isOutage(e) ? " after waiting " + OUTAGE_BUDGET.toMinutes() + " min" : "") + ": " + Retry.describe(e), e));
+                return;
+            }
+            unreachable(e);
+            schedule(afterLoss);
             return;
         }
-        LOG.info("{}: the lock is free, taking over", RouterLock.describe(settings));
+        if (acquired.isEmpty()) {
+            if (afterLoss) {
+                listener.failed(new IllegalStateException("another process took " + RouterLock.describe(settings)
+                        + " over while this one had lost its lock; this one stops"));
+                return;
+            }
+            standingBy();
+            schedule(false);
+            return;
+        }
         synchronized (this) {
             if (closed) {
                 acquired.get().close();
                 return;
             }
+            LOG.info("{}: {}, taking over", RouterLock.describe(settings), afterLoss ? "took the lock again" : "the lock is free");
             try {
                 activate(acquired.get());
             } catch (RuntimeException e) {
-                onFailure.accept(e); // a setup error stops a standby as it stops a router at start
+                listener.failed(e); // a setup error stops a standby as it stops a router at start
             }
         }
     }
 
-    /** Without the lock a standby may already be streaming: stop rather than publish twice. */
+    private void standingBy() {
+        if (!"the other process".equals(waitingFor)) {
+            LOG.info("Another process runs {}: standing by until it stops", RouterLock.describe(settings));
+        }
+        waitingFor = "the other process";
+        outageSince = 0;
+        backoffMillis = STANDBY_POLL.toMillis();
+    }
+
+    private void unreachable(SQLException e) {
+        if (outageSince == 0) {
+            outageSince = System.nanoTime();
+        }
+        waitingFor = "the database";
+        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, for up to {} min", RouterLock.describe(settings),
+                Retry.describe(e), backoffMillis, OUTAGE_BUDGET.toMinutes());
+        backoffMillis = Math.min(backoffMillis * 2, MAX_BACKOFF.toMillis());
+    }
+
+    private boolean outageBudgetSpent() {
+        return outageSince != 0 && System.nanoTime() - outageSince > OUTAGE_BUDGET.toNanos();
+    }
+
+    /** Asks the server whether this session still holds the lock; without it a standby may already be streaming. */
     private void checkLock() {
         var held = lock;
-        if (held != null && !closed && !held.isHeld()) {
-            onFailure.accept(new IllegalStateException("lost the lock of " + held.description()
-                    + ": its database session ended. Stopping so that only one process streams; start it again"));
+        if (held == null || closed || held.isHeld()) {
+            return;
         }
+        synchronized (this) {
+            lock = null;
+            check.cancel(false);
+        }
+        held.close();
+        LOG.warn("Lost the lock of {} (its database session ended or was killed): stopping the stream at once", held.description());
+        listener.lost("lost the lock of " + held.description());
+        retake(true);
     }
 
     /** Releases the lock (a standby, if any, takes over). */
     @Override
     public synchronized void close() {
         closed = true;
+        if (check != null) {
+            check.cancel(false);
+        }
         if (lock != null) {
             lock.close();
         }

@@ -7,19 +7,18 @@ import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.metrics.RouterMetrics;
+import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,17 +41,20 @@ public final class Router implements AutoCloseable {
     private final RouterMetrics metrics;
     private final ScheduledExecutorService timer;
     private final Leadership leadership;
+    private final boolean acceptGap;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
-    private final CompletableFuture<Void> active = new CompletableFuture<>();
     private volatile CdcEngine engine;
+    private volatile boolean activatedBefore;
     private volatile boolean closed;
     private Optional<SlotMonitor> monitor = Optional.empty();
     private RecentProblems problems;
     private StatusReport status;
     private HealthServer http;
 
-    private Router(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics) {
+    private Router(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics,
+                   boolean acceptGap) {
         this.config = config;
+        this.acceptGap = acceptGap;
         this.source = source;
         this.sink = sink;
         this.handler = handler;
@@ -70,15 +72,25 @@ public final class Router implements AutoCloseable {
      * soon as it is released. Fails fast, with the fix in the message, when the source is not set up.
      */
     public static Router start(RouterConfig config) {
+        return start(config, false);
+    }
+
+    /**
+     * As {@link #start(RouterConfig)}; with {@code acceptGap}, a stored position that no longer adds up with the source
+     * (a dropped slot, deleted offsets, an expired binlog) is forgotten, and what is skipped is logged, instead of refused.
+     */
+    public static Router start(RouterConfig config, boolean acceptGap) {
         var metrics = new RouterMetrics(config.name());
         var sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
-        var routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
+        var pg = config.source().postgres();
+        var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
+        var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics);
-        var router = new Router(config, Source.of(config), sink, handler, metrics);
+        var router = new Router(config, Source.of(config), sink, handler, metrics, acceptGap);
         try {
             router.observe();
-            router.leadership.start(router::activate, router.completion::completeExceptionally);
+            router.leadership.start(router.new LeadershipListener());
             return router;
         } catch (RuntimeException e) {
             router.close();
@@ -95,30 +107,58 @@ public final class Router implements AutoCloseable {
         problems = RecentProblems.attach(config.name());
         if (config.http().enabled()) {
             status = new StatusReport(config, metrics, monitor, problems);
-            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isStreaming,
+            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isReady,
                     () -> status.read(state()), metrics);
         }
     }
 
-    /** Holds the lock: checks the source and starts the engine. */
-    private void activate(RouterLock lock) {
-        var started = CdcEngine.start(config, source, handler);
-        this.engine = started;
-        started.completion().whenComplete((v, e) -> {
-            if (e == null) {
-                completion.complete(null);
-            } else {
-                completion.completeExceptionally(e);
+    /** What the router does as its lock comes and goes. */
+    private final class LeadershipListener implements Leadership.Listener {
+        /** Holds the lock: takes a new fencing token, checks the source and starts the engine. */
+        @Override
+        public void activated(RouterLock lock) {
+            long fence;
+            try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+                table.createIfMissing();
+                fence = table.nextFence(config.name());
             }
-        });
-        active.complete(null);
-        LOG.info("Router {} started: {} -> {} ({}, topic {}){}", config.name(), config.source().tables(), config.kafka().bootstrapServers(),
-                source.describe(), config.routing().topic(),
-                http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
+            // --accept-gap is for the start it was given to, not for a later take-over.
+            var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
+            activatedBefore = true;
+            engine = started;
+            started.completion().whenComplete((v, e) -> {
+                if (engine != started) {
+                    return; // an engine stopped because the lock was lost: the router goes on
+                }
+                if (e == null) {
+                    completion.complete(null);
+                } else {
+                    completion.completeExceptionally(e);
+                }
+            });
+            LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), config.source().tables(),
+                    config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence,
+                    http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
+        }
+
+        @Override
+        public void lost(String why) {
+            var stopping = engine;
+            engine = null;
+            if (stopping != null) {
+                stopping.abort();
+            }
+        }
+
+        @Override
+        public void failed(Throwable error) {
+            completion.completeExceptionally(error);
+        }
     }
 
     private RouterState state() {
-        return completion.isDone() ? RouterState.STOPPED : !isActive() ? RouterState.STANDBY
+        return completion.isDone() ? RouterState.STOPPED
+                : !isActive() ? ("the database".equals(leadership.waitingFor()) ? RouterState.WAITING : RouterState.STANDBY)
                 : isStreaming() ? RouterState.STREAMING : RouterState.CONNECTING;
     }
 
@@ -128,15 +168,22 @@ public final class Router implements AutoCloseable {
         return e != null && !completion.isDone() && e.isStreaming();
     }
 
+    /**
+     * Ready: streaming, and the last offset write did not fail. A router whose position cannot be stored publishes, but a
+     * restart would send everything since again and a Postgres slot keeps its WAL: not ready, and it stops after a few.
+     */
+    public boolean isReady() {
+        var e = engine;
+        return isStreaming() && e.offsetStore().map(s -> s.consecutiveFailures() == 0).orElse(true);
+    }
+
     /** Waits until streaming, the router stops, or the timeout; returns whether it is streaming. */
     public boolean awaitStreaming(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        try {
-            active.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException | ExecutionException e) {
-            return false;
+        while (!isStreaming() && !completion.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
         }
-        boolean streaming = engine.awaitStreaming(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+        boolean streaming = isStreaming();
         if (streaming) {
             LOG.info("Router {} is streaming ({})", config.name(), source.describe());
         }
@@ -148,15 +195,21 @@ public final class Router implements AutoCloseable {
      * ({@code run --once}). Call it once streaming.
      */
     public CompletableFuture<Void> drain() {
-        if (engine == null) {
+        var e = engine;
+        if (e == null) {
             return CompletableFuture.failedFuture(new IllegalStateException("router " + config.name() + " is not active"));
         }
-        return engine.drain();
+        return e.drain();
     }
 
-    /** Whether this process holds the router's lock (false while standing by). */
+    /** Whether this process holds the router's lock (false while standing by or waiting for the database). */
     public boolean isActive() {
-        return active.isDone();
+        return leadership.isActive();
+    }
+
+    /** While not active, what this process waits for ({@code the database}, {@code the other process}); null while active. */
+    public String waitingFor() {
+        return leadership.waitingFor();
     }
 
     /** Completes when the router stops; exceptionally when it failed. */
@@ -179,8 +232,9 @@ public final class Router implements AutoCloseable {
         }
         LOG.info("Stopping router {}", config.name());
         try {
-            if (engine != null) {
-                engine.close();
+            var e = engine;
+            if (e != null) {
+                e.close();
             }
         } finally {
             try {

@@ -8,6 +8,8 @@ enum RouterState {
     CONNECTING,
     /** Another process holds the lock; this one takes over when it is released. */
     STANDBY,
+    /** The database that holds the lock cannot be reached: waiting for it, with backoff. */
+    WAITING,
     /** Stopped or failed. */
     STOPPED;
 

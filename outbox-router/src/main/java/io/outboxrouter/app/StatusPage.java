@@ -17,7 +17,8 @@ final class StatusPage {
                 .append("table{border-collapse:collapse}td,th{padding:3px 10px 3px 0;text-align:left;vertical-align:top}")
                 .append("code{font-size:12px;word-break:break-all}.ok{color:#18794e}.bad{color:#c4320a}.warn{color:#a05a00}")
                 .append("</style></head><body>");
-        String css = s.streaming() ? "ok" : s.state() == RouterState.STANDBY || s.state() == RouterState.CONNECTING ? "warn" : "bad";
+        String css = s.streaming() ? "ok" : s.state() == RouterState.STANDBY || s.state() == RouterState.CONNECTING
+                || s.state() == RouterState.WAITING ? "warn" : "bad";
         h.append("<h1>outbox-router <code>").append(esc(s.router())).append("</code>: <span class=\"").append(css).append("\">")
                 .append(s.state().label()).append("</span></h1>");
         h.append("<table><tr><th>source</th><td>").append(esc(s.source())).append("</td></tr>")

@@ -39,8 +39,12 @@ final class CheckCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        var checks = new ArrayList<>(Source.of(c).checks());
+        var source = Source.of(c);
+        var checks = new ArrayList<>(source.checks());
         checks.add(offsetsCheck(c));
+        if (checks.stream().allMatch(Check::ok)) {
+            checks.add(source.positionCheck(c));
+        }
         checks.addAll(kafkaChecks(c));
         boolean ok = checks.stream().allMatch(Check::ok);
         if (json) {

@@ -147,8 +147,10 @@ final class OffsetsCommand {
             }
             try (lock; var table = open(c)) {
                 table.createIfMissing();
-                int deleted = table.delete(c.name());
-                System.out.println("router " + c.name() + ": deleted " + deleted + " stored position(s)");
+                int stored = table.read(c.name()).size();
+                Source.of(c).resetPosition(table, c.name());
+                System.out.println("router " + c.name() + ": deleted " + stored + " stored position(s); the next start begins as "
+                        + "source.snapshot says");
                 return 0;
             }
         }

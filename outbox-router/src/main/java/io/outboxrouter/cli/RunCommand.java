@@ -28,6 +28,11 @@ final class RunCommand implements Callable<Integer> {
                     + "Refuses (exit 1) while another process runs this router.")
     boolean once;
 
+    @Option(names = "--accept-gap",
+            description = "Start even though the stored position no longer adds up with the source (a dropped slot, deleted "
+                    + "offsets, an expired binlog): forget it, start afresh, and log what is skipped. Without it the router refuses.")
+    boolean acceptGap;
+
     @Override
     public Integer call() throws InterruptedException {
         switch (logFormat.toLowerCase()) {
@@ -49,13 +54,13 @@ final class RunCommand implements Callable<Integer> {
         }
         Router router;
         try {
-            router = Router.start(c);
+            router = Router.start(c, acceptGap);
         } catch (SourceSetupException e) {
             return fail(e.getMessage());
         } catch (RuntimeException e) {
             return fail("could not start: " + Failures.explain(e));
         }
-        if (once && !router.isActive()) {
+        if (once && !router.isActive() && !"the database".equals(router.waitingFor())) {
             router.close();
             return fail("--once: another process runs router " + c.name() + "; stop it first, or let it do the work");
         }
@@ -63,6 +68,8 @@ final class RunCommand implements Callable<Integer> {
         try {
             if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
                 System.err.println(router.isActive() ? "outbox-router: not streaming yet after 60 s; still trying (see the log)"
+                        : "the database".equals(router.waitingFor()) ? "outbox-router: waiting for the database (see the log); "
+                        + "it streams once the database answers"
                         : "outbox-router: standing by: another process runs router " + c.name() + "; this one takes over when it stops");
             }
             if (once) {

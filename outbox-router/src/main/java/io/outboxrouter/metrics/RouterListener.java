@@ -23,6 +23,10 @@ public interface RouterListener {
     default void skipped(String reason) {
     }
 
+    /** A change arrived from a captured table that is not an outbox table the router routes: nothing is published for it. */
+    default void unrouted(String table) {
+    }
+
     /** A batch was published: its records, and the time from sending the first to the last acknowledgement. */
     default void batchPublished(int records, Duration took) {
     }

@@ -110,6 +110,12 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     }
 
     @Override
+    public void unrouted(String table) {
+        Counter.builder("outbox.router.unrouted.changes").description("changes from captured tables that are not routed outbox tables")
+                .tag("table", table).register(registry).increment();
+    }
+
+    @Override
     public void batchPublished(int records, Duration took) {
         batchSize.record(records);
         publishTime.record(took);

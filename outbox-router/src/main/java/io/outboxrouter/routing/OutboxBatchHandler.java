@@ -11,7 +11,10 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One engine batch: route every change (pure), let the dead-letter policy decide the fate of rows that cannot be
@@ -19,6 +22,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
  * {@link Outcome}, which knows what to report once it is acknowledged.
  */
 public final class OutboxBatchHandler implements ChangeHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(OutboxBatchHandler.class);
 
     /** A record to send and what it stands for. */
     private sealed interface Outcome {
@@ -47,6 +51,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
     private final DeadLetterPolicy policy;
     private final EventSink sink;
     private final RouterListener listener;
+    private final Set<String> warnedTables = new HashSet<>();
 
     /**
      * @param policy      what becomes of rows that cannot be routed
@@ -69,6 +74,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
                 outcomes.add(new Event(change, p.record()));
             } else if (result instanceof RoutingResult.Reject reject) {
                 policy.decide(reject).ifPresent(letter -> outcomes.add(new DeadLetter(reject.kind(), letter)));
+            } else if (result instanceof RoutingResult.Unrouted unrouted) {
+                unrouted(unrouted.table(), change);
             }
         }
         long start = System.nanoTime();
@@ -95,6 +102,15 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
         letters.forEach(letter -> letter.acknowledged(listener, ackTime));
         listener.batchPublished(outcomes.size(), Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /** A change no outbox table explains: the configuration names a table the database calls otherwise. */
+    private void unrouted(String table, ChangeEvent change) {
+        if (warnedTables.add(table)) {
+            LOG.warn("A change from table {} at {} is not routed: it is captured, but source.tables does not name it (as the database "
+                    + "spells it). Fix source.tables; counted in outbox_router_unrouted_changes_total", table, change.position());
+        }
+        listener.unrouted(table);
     }
 
     private static List<ProducerRecord<byte[], byte[]>> records(List<Outcome> outcomes) {

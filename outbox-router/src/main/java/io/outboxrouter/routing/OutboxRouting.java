@@ -33,15 +33,25 @@ public final class OutboxRouting {
     public static final String HEADER_COMMIT_TIME = "source.commit.time";
 
     private final Set<String> outboxTables;
+    private final Set<String> otherTables;
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
     private final TopicTemplate topic;
     private final OutboxConfig.PayloadFormat payloadFormat;
     private final Map<String, Boolean> legalTopics = new HashMap<>();
 
-    /** @param outboxTables the captured tables that are outboxes; changes of any other (the heartbeat) publish nothing */
+    /** For outbox tables only: a change from any other table is {@link RoutingResult.Unrouted}. */
     public OutboxRouting(Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
+        this(outboxTables, Set.of(), outbox, topic);
+    }
+
+    /**
+     * @param outboxTables the captured tables that are outboxes
+     * @param otherTables  captured tables whose changes publish nothing by design (the heartbeat table)
+     */
+    public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, OutboxConfig outbox, TopicTemplate topic) {
         this.outboxTables = Set.copyOf(outboxTables);
+        this.otherTables = Set.copyOf(otherTables);
         this.columns = outbox.columns();
         this.headerColumns = outbox.headers();
         this.topic = topic;
@@ -50,7 +60,8 @@ public final class OutboxRouting {
 
     public RoutingResult route(ChangeEvent change) {
         if (!outboxTables.contains(change.table())) {
-            return new RoutingResult.Ignore(change.table() + " is not an outbox table");
+            return otherTables.contains(change.table()) ? new RoutingResult.Ignore(change.table() + " is not an outbox table")
+                    : new RoutingResult.Unrouted(change.table());
         }
         if (change.operation() == ChangeEvent.Operation.UPDATE || change.operation() == ChangeEvent.Operation.DELETE) {
             return new RoutingResult.Ignore(change.operation() + " of an outbox row publishes nothing");

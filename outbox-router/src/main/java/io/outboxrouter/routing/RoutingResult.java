@@ -10,8 +10,15 @@ public sealed interface RoutingResult {
     record Publish(ProducerRecord<byte[], byte[]> record) implements RoutingResult {
     }
 
-    /** A change that publishes nothing by design (UPDATE and DELETE of outbox rows). */
+    /** A change that publishes nothing by design (UPDATE and DELETE of outbox rows, the heartbeat table). */
     record Ignore(String why) implements RoutingResult {
+    }
+
+    /**
+     * A change from a table that is neither an outbox nor expected: the configuration and the database disagree on a
+     * table's name. Never passed over silently: counted and logged.
+     */
+    record Unrouted(String table) implements RoutingResult {
     }
 
     /**

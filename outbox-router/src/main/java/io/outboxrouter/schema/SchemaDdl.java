@@ -67,8 +67,9 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
                     .append("GRANT INSERT, UPDATE ON ").append(t).append(" TO ").append(role).append(";\n");
             published.add(t);
         });
-        return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is.\n")
-                .append(PostgresDdl.createPublication(publication, published)).append(";\n")
+        return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is. For a partitioned outbox\n")
+                .append("-- table, add WITH (publish_via_partition_root = true): its rows then arrive under the table's own name.\n")
+                .append(PostgresDdl.createPublication(publication, published, false)).append(";\n")
                 .toString();
     }
 

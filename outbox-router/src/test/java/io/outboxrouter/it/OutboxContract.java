@@ -378,7 +378,10 @@ abstract class OutboxContract {
         int port = freePort();
         var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port));
         var log = dir.resolve("router.log");
-        var random = new Random();
+        // Seeded, and printed, so that a failing run's kill timing can be repeated: -Doutbox.it.crash-seed=<seed>.
+        long seed = Long.getLong("outbox.it.crash-seed", System.nanoTime());
+        System.out.printf("crash test: seed %d (repeat with -Doutbox.it.crash-seed=%d)%n", seed, seed);
+        var random = new Random(seed);
         var written = java.util.Collections.synchronizedSet(new HashSet<UUID>());
         var stopLoad = new AtomicBoolean();
         ExecutorService load = Executors.newSingleThreadExecutor();
@@ -386,7 +389,7 @@ abstract class OutboxContract {
             // The first start creates the slot: rows committed before it are, by design, not published.
             var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
             Future<?> writer = load.submit(() -> {
-                writeMixedLoad(db, written, stopLoad);
+                writeMixedLoad(db, written, stopLoad, new Random(seed));
                 return null;
             });
             for (int kill = 1; kill <= 5; kill++) {
@@ -419,12 +422,12 @@ abstract class OutboxContract {
      * One writer, so program order is commit order: single-row transactions, multi-statement transactions,
      * 50-row multi-row INSERTs and 500-row bulk loads (COPY), events spread over 100 aggregates.
      */
-    void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop) throws SQLException, InterruptedException {
+    void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random) throws SQLException, InterruptedException {
         var seq = new HashMap<String, Integer>();
         Function<Integer, List<TestEvent>> next = n -> {
             var events = new ArrayList<TestEvent>(n);
             for (int i = 0; i < n; i++) {
-                String aggregate = "acct-" + ThreadLocalRandom.current().nextInt(100);
+                String aggregate = "acct-" + random.nextInt(100);
                 events.add(TestEvent.of("Account", aggregate, seq.merge(aggregate, 1, Integer::sum)));
             }
             return events;

@@ -169,6 +169,14 @@ class OutboxBatchHandlerTest {
     }
 
     @Test
+    void aChangeFromATableNoOutboxIsConfiguredForIsCountedNotPublished() throws Exception {
+        var other = new ChangeEvent("public.Outbox_v2", ChangeEvent.Operation.INSERT, event("1", "{}").row(), "lsn:0/9", Instant.now());
+        handler(DeadLetterPolicy.DEAD_LETTER).handle(List.of(other, event("2", "{}")));
+        assertThat(acknowledged()).containsExactly("outbox.event.Order:2");
+        assertThat(metrics.scrape()).contains("outbox_router_unrouted_changes_total{router=\"test\",table=\"public.Outbox_v2\"} 1.0");
+    }
+
+    @Test
     void anOutageLongerThanTheBudgetFailsTheBatchWithoutCountingAnythingPublished() {
         failingProducers = Integer.MAX_VALUE;
         var outbox = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of());

@@ -9,13 +9,14 @@ import io.outboxrouter.config.TopicTemplate;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.Test;
 
 class OutboxRoutingTest {
     private static final OutboxConfig OUTBOX = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of("tracingspancontext", "traceparent"));
-    private static final OutboxRouting ROUTING = new OutboxRouting(java.util.List.of("public.outbox"), OUTBOX, TopicTemplate.parse("outbox.event.${aggregatetype}"));
+    private static final OutboxRouting ROUTING = new OutboxRouting(List.of("public.outbox"), OUTBOX, TopicTemplate.parse("outbox.event.${aggregatetype}"));
 
     private static Map<String, Object> row() {
         var row = new LinkedHashMap<String, Object>();
@@ -67,7 +68,16 @@ class OutboxRoutingTest {
     @Test
     void changesOfOtherCapturedTablesSuchAsTheHeartbeatPublishNothing() {
         var heartbeat = new ChangeEvent("public.outbox_router_heartbeat", Operation.INSERT, row(), "lsn:0/1", null);
-        assertThat(ROUTING.route(heartbeat)).isInstanceOf(RoutingResult.Ignore.class);
+        var routing = new OutboxRouting(List.of("public.outbox"), List.of("public.outbox_router_heartbeat"), OUTBOX,
+                TopicTemplate.parse("outbox.event.${aggregatetype}"));
+        assertThat(routing.route(heartbeat)).isInstanceOf(RoutingResult.Ignore.class);
+    }
+
+    @Test
+    void aChangeFromATableNoOutboxIsConfiguredForIsUnroutedNotIgnored() {
+        // source.tables says public.Outbox; Postgres delivers public.outbox: never dropped without a trace.
+        var routing = new OutboxRouting(List.of("public.Outbox"), OUTBOX, TopicTemplate.parse("outbox.event.${aggregatetype}"));
+        assertThat(routing.route(change(Operation.INSERT, row()))).isEqualTo(new RoutingResult.Unrouted("public.outbox"));
     }
 
     @Test
@@ -93,7 +103,7 @@ class OutboxRoutingTest {
     @Test
     void topicTemplatesUseLogicalNamesAndAnyConfiguredColumn() {
         var outbox = new OutboxConfig(new OutboxConfig.Columns("event_id", "kind", "entity", "event", "body"), Map.of("tenant", "x-tenant"));
-        var routing = new OutboxRouting(java.util.List.of("public.outbox"), outbox, TopicTemplate.parse("${tenant}.${aggregatetype}.${type}"));
+        var routing = new OutboxRouting(List.of("public.outbox"), outbox, TopicTemplate.parse("${tenant}.${aggregatetype}.${type}"));
         var row = new LinkedHashMap<String, Object>(Map.of("event_id", 7L, "kind", "Order", "entity", "o-1", "event", "Created",
                 "body", "{}", "tenant", "acme"));
         var r = published(routing.route(change(Operation.INSERT, row)));
@@ -132,7 +142,7 @@ class OutboxRoutingTest {
 
     @Test
     void withPayloadFormatJsonAPayloadThatDoesNotParseIsRejectedAndValidOnesPassUnchanged() {
-        var json = new OutboxRouting(java.util.List.of("public.outbox"), new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of(),
+        var json = new OutboxRouting(List.of("public.outbox"), new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of(),
                 OutboxConfig.PayloadFormat.JSON), TopicTemplate.parse("outbox.event.${aggregatetype}"));
         for (String valid : new String[] {"{\"a\": [1, 2, {\"b\": null}]}", "42", "\"text\"", "  [] \n"}) {
             var row = row();

@@ -19,7 +19,7 @@ public interface DatabaseServer extends AutoCloseable {
     /** Stops the server, keeping its data. */
     void stop();
 
-    /** Starts it again on the same data and port. */
+    /** Starts it again on the same data and port; a running server is first stopped the way a crash would stop it. */
     void restart();
 
     @Override

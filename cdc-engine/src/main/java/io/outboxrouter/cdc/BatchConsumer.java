@@ -1,0 +1,124 @@
+package io.outboxrouter.cdc;
+
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.outboxrouter.offsets.OffsetStoreStats;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Supplier;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.MDC;
+
+/**
+ * Hands each engine batch to the {@link ChangeHandler} and marks processed only up to the last complete source
+ * transaction. Runs on the engine's thread: the committer is not thread-safe and stays on it.
+ */
+final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeEvent<SourceRecord>> {
+    /** How often a position is stored when no outbox event moved it (heartbeats, other tables' transactions). */
+    static final Duration IDLE_STORE_INTERVAL = Duration.ofSeconds(5);
+    /**
+     * Offset writes that may fail in a row (each after its own retry budget) before the engine stops: events are still
+     * published meanwhile, but without a stored position a Postgres slot keeps WAL until the disk fills.
+     */
+    static final int MAX_FAILED_OFFSET_WRITES = 3;
+
+    private final String routerName;
+    private final Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore;
+    private final ChangeHandler handler;
+    private final TransactionBoundaries boundaries;
+    private final ChangeRecords changeRecords;
+    final EngineProgress progress = new EngineProgress();
+    volatile Drain drain;
+    /** Set when the engine is closing: batches that arrive now are left for the next start, not begun. */
+    volatile boolean stopping;
+    private long lastStored;
+    private boolean storedOnce;
+
+    BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries boundaries, ChangeRecords changeRecords,
+                  Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore) {
+        this.routerName = routerName;
+        this.offsetStore = offsetStore;
+        this.handler = handler;
+        this.boundaries = boundaries;
+        this.changeRecords = changeRecords;
+    }
+
+    @Override
+    public void handleBatch(List<RecordChangeEvent<SourceRecord>> records,
+                            DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) throws InterruptedException {
+        if (stopping) {
+            return; // nothing is marked processed: read again on the next start
+        }
+        progress.batchesStarted().incrementAndGet();
+        MDC.put("router", routerName); // what the handler logs belongs to this router (its status page lists it)
+        var raw = new ArrayList<SourceRecord>(records.size());
+        var events = new ArrayList<ChangeEvent>(records.size());
+        var pendingDrain = drain;
+        int marker = -1;
+        for (var r : records) {
+            if (pendingDrain != null && marker < 0 && pendingDrain.isMarker(r.record())) {
+                marker = raw.size();
+            }
+            raw.add(r.record());
+            changeRecords.toEvent(r.record()).ifPresent(events::add);
+        }
+        if (!events.isEmpty()) {
+            handle(events);
+        }
+        int safe = boundaries.lastSafeIndex(raw);
+        // A batch with only other tables' transaction markers or heartbeats stores its position at most every
+        // IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a transaction the
+        // reader sees, and storing it at once would keep the router busy writing about its own writes.
+        long now = System.nanoTime();
+        boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
+        if (safe >= 0 && storedOnce && events.isEmpty() && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
+            safe = -1;
+        }
+        if (safe >= 0) {
+            committer.markProcessed(records.get(safe));
+            lastStored = now;
+            storedOnce = true;
+        }
+        committer.markBatchFinished();
+        if (safe >= 0) {
+            requireStoredPosition();
+        }
+        if (pendingDrain != null) {
+            pendingDrain.batchStored(marker, safe);
+        }
+        progress.batchesFinished().incrementAndGet();
+    }
+
+    /** The engine only logs a failed offset write; stop after a few in a row rather than publish for days without a position. */
+    private void requireStoredPosition() {
+        var store = offsetStore.get();
+        if (store.isPresent() && store.get().fenced()) {
+            throw new IllegalStateException("another process took router " + routerName + " over (it holds a newer fencing "
+                    + "token, and this one's offset write was refused): stopping so that only one process streams");
+        }
+        if (store.isPresent() && store.get().consecutiveFailures() >= MAX_FAILED_OFFSET_WRITES) {
+            throw new IllegalStateException("cannot store router " + routerName + "'s position: " + store.get().consecutiveFailures()
+                    + " offset writes failed in a row, the last with " + store.get().lastError() + ". The events are published, "
+                    + "but without a stored position the source keeps its log and a restart sends them again. Fix the offsets "
+                    + "database (offsets.url and its credentials, or the source's) and start the router again");
+        }
+    }
+
+    /** A failed batch stops the engine without storing its position: it is read again on restart. */
+    private void handle(List<ChangeEvent> events) throws InterruptedException {
+        try {
+            handler.handle(events);
+        } catch (InterruptedException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean supportsTombstoneEvents() {
+        return false;
+    }
+}

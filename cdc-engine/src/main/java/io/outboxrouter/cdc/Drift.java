@@ -1,0 +1,12 @@
+package io.outboxrouter.cdc;
+
+/**
+ * The stored position and the source's state do not add up (a slot, offsets or tables changed behind the router's
+ * back): starting anyway could skip events. The router refuses, unless the operator accepts the gap for one start,
+ * which resets the stored position ({@link Source#resetPosition}).
+ *
+ * @param problem  what is missing and what it means, for the operator
+ * @param accepted what starting anyway does, and what is lost by it
+ */
+public record Drift(String problem, String accepted) {
+}

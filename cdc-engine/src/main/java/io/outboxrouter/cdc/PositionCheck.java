@@ -1,0 +1,51 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import java.sql.SQLException;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Before the engine starts: does the stored position still add up with the source (its slot, its binlog, its schema
+ * history)? A drift is refused with what was lost and the one way to accept it ({@code run --accept-gap}); never a
+ * silent start-over.
+ */
+final class PositionCheck {
+    private static final Logger LOG = LoggerFactory.getLogger(PositionCheck.class);
+
+    private PositionCheck() {
+    }
+
+    /** The drift, if any, read without changing anything (for {@code check} too). */
+    static Optional<Drift> find(RouterConfig config, Source source) {
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            table.createIfMissing();
+            return source.drift(new StoredPosition(table.read(config.name()), table.state(config.name())));
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot compare router " + config.name() + "'s stored position with the source: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * @param acceptGap start anyway: repair the state and log, as an error, what is lost
+     * @throws SourceSetupException on a drift, unless accepted
+     */
+    static void verify(RouterConfig config, Source source, boolean acceptGap) {
+        var drift = find(config, source);
+        if (drift.isEmpty()) {
+            return;
+        }
+        if (!acceptGap) {
+            throw new SourceSetupException(drift.get().problem() + ". The router does not start over on its own. To accept this and "
+                    + drift.get().accepted() + ", start it once with: java -jar outbox-router.jar run --config <file> --accept-gap");
+        }
+        LOG.error("Router {}: {}. Accepted (--accept-gap): {}", config.name(), drift.get().problem(), drift.get().accepted());
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            source.resetPosition(table, config.name());
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.offsets.OffsetTable;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * What the offsets table says about a router: its stored offsets and its state row.
+ *
+ * @param offsets the engine's entries, key to value (empty when none is stored)
+ * @param state   {@link OffsetTable#STORED} once it stored a position, {@link OffsetTable#RESET} after an operator reset; empty
+ *                before either
+ */
+record StoredPosition(Map<String, String> offsets, Optional<String> state) {
+
+    boolean isEmpty() {
+        return offsets.isEmpty();
+    }
+
+    /** Whether this router stored a position here before (so finding none now means it was lost). */
+    boolean storedBefore() {
+        return state.filter(OffsetTable.STORED::equals).isPresent();
+    }
+
+    /** Whether an operator reset the position on purpose: the next start begins afresh. */
+    boolean reset() {
+        return state.filter(OffsetTable.RESET::equals).isPresent();
+    }
+
+    /** The first stored value, as JSON text; null when none. */
+    String value() {
+        return offsets.values().stream().findFirst().orElse(null);
+    }
+}

@@ -1,0 +1,91 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.config.RouterConfigLoader;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** State and configuration that changed behind the router's back, on MariaDB: refused loudly with the fix. */
+class MariaDbDriftIT {
+
+    @Test
+    void aQuietOutboxOnABusyServerStillMovesTheStoredPositionWithTheBinlog() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("quiet"));
+        var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("quiet-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n"
+, Map.of());
+        try (var router = Router.start(config); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            // Keep the binlog busy with other tables until the stored position moves (it is stored at most every few
+            // seconds when a batch has nothing to publish).
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofSeconds(1)).until(() -> {
+                writeOtherTables(db, c);
+                return !storedPosition(db, config.name()).isEmpty();
+            });
+            String before = storedPosition(db, config.name());
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofSeconds(1)).until(() -> {
+                writeOtherTables(db, c);
+                return !storedPosition(db, config.name()).equals(before);
+            });
+        }
+    }
+
+    /** Transactions on a table that is not an outbox: nothing to publish, but the binlog moves. */
+    private static void writeOtherTables(BinlogOutbox db, java.sql.Connection c) throws Exception {
+        for (int i = 0; i < 20; i++) {
+            db.nextSequence(c, "other-" + i, 1);
+            c.commit();
+        }
+    }
+
+    private static String storedPosition(BinlogOutbox db, String router) throws Exception {
+        try (var c = db.connect(); var st = c.createStatement();
+             var rs = st.executeQuery("SELECT offset_value FROM outbox_router_offsets WHERE router_name = '" + router
+                     + "' AND offset_key LIKE '[%'")) {
+            return rs.next() ? rs.getString(1) : "";
+        }
+    }
+
+    @Test
+    void binlogOffsetsDeletedWhileStoppedAreRefusedNotSkippedAndAcceptedOnlyWithAcceptGap() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("drift"));
+        String topics = OutboxContract.unique("drift");
+        var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("drift-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing: { topic: \"" + topics + ".${aggregatetype}\" }\n"
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n", Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            var first = TestEvent.of("Order", "o-1", 1);
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, first);
+                c.commit();
+                kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> router.metrics().lastOffsetStored() != null);
+            }
+            var meanwhile = TestEvent.of("Order", "o-1", 2); // written while stopped: must not be skipped silently
+            db.insert(c, meanwhile);
+            c.commit();
+            db.execute("DELETE FROM outbox_router_offsets WHERE router_name = '" + config.name() + "' AND offset_key LIKE '[%'");
+
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("stored binlog position is gone from outbox_router_offsets").hasMessageContaining("--accept-gap");
+            db.execute("TRUNCATE TABLE outbox_router_offsets");
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("yet its schema history in outbox_router_schema_history has");
+
+            var after = TestEvent.of("Order", "o-1", 3);
+            try (var router = Router.start(config, true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.cli.Main;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.TestServers;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * State and configuration that changed behind the router's back, on Postgres: refused loudly with the fix, never a
+ * silent start-over (a dropped slot, lost offsets, a table named otherwise, a missing column), and what it supports
+ * (a partitioned outbox table).
+ */
+class PostgresDriftIT {
+    @TempDir
+    Path dir;
+
+    private String yaml(PostgresOutbox db, String name, String topics) {
+        return "name: " + name + "\n" + db.sourceYaml() + """
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(topics, OutboxContract.kafka());
+    }
+
+    /** Runs the router until one event is published and its position stored, then stops it. */
+    private static void runOnce(RouterConfig config, PostgresOutbox db, KafkaEvents kafka, TestEvent event) throws Exception {
+        try (var router = Router.start(config); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            db.insert(c, event);
+            c.commit();
+            kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> router.metrics().lastOffsetStored() != null);
+        }
+    }
+
+    private static String check(Path file) {
+        var out = new ByteArrayOutputStream();
+        var old = System.out;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            new CommandLine(new Main()).execute("check", "--config", file.toString());
+        } finally {
+            System.setOut(old);
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aSlotDroppedWhileStoppedIsRefusedWithTheLossNamedAndAcceptedOnlyWithAcceptGap() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("slotgone"));
+        String topics = OutboxContract.unique("slotgone");
+        String name = OutboxContract.unique("slotgone-router");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, name.replace('_', '-'), topics));
+        var config = RouterConfigLoader.load(file, Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 1));
+            db.execute("SELECT pg_drop_replication_slot('" + config.source().postgres().slot() + "')");
+            var lost = TestEvent.of("Order", "o-1", 2); // committed while there is no slot: gone from the stream
+            try (var c = db.connect()) {
+                db.insert(c, lost);
+                c.commit();
+            }
+
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("replication slot " + config.source().postgres().slot() + " does not exist")
+                    .hasMessageContaining("stored position ").hasMessageContaining("--accept-gap");
+            assertThat(check(file)).contains("FAIL  stored position: replication slot");
+
+            var after = TestEvent.of("Order", "o-1", 3);
+            try (var router = Router.start(config, true); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+            // Accepted once: the next start is an ordinary one.
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void offsetsDeletedOrTruncatedWhileTheSlotRemainsResumeFromTheSlotAndLoseNothing() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("offsetsgone"));
+        String topics = OutboxContract.unique("offsetsgone");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, OutboxContract.unique("offsetsgone-router").replace('_', '-'), topics));
+        var config = RouterConfigLoader.load(file, Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 1));
+            db.execute("DELETE FROM outbox_router_offsets WHERE router_name = '" + config.name() + "' AND offset_key LIKE '[%'");
+            var whileDeleted = TestEvent.of("Order", "o-1", 2); // committed while stopped, its position gone
+            runOnce(config, db, kafka, whileDeleted);
+
+            db.execute("TRUNCATE outbox_router_offsets");
+            var whileTruncated = TestEvent.of("Order", "o-1", 3);
+            try (var c = db.connect()) {
+                db.insert(c, whileTruncated);
+                c.commit();
+            }
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).as("the slot still holds the stream").isTrue();
+                kafka.awaitIds(Set.of(whileTruncated.id()), Duration.ofSeconds(60));
+            }
+            assertThat(kafka.receivedIds()).contains(whileDeleted.id(), whileTruncated.id());
+        }
+    }
+
+    @Test
+    void aTableNameThePostgresFoldsOtherwiseIsRefusedWithTheRightName() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("cased"));
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("cased-router").replace('_', '-'), "cased")
+                .replace("tables: [public.outbox, public.outbox_binary]", "tables: [public.Outbox]"), Map.of());
+        assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                .hasMessageContaining("source.tables names public.Outbox, but the table is called public.outbox")
+                .hasMessageContaining("source.tables: [public.outbox]");
+    }
+
+    @Test
+    void aHeaderColumnTheTableLacksIsRefusedAtStartAndByCheck() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("nocolumn"));
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, OutboxContract.unique("nocolumn-router").replace('_', '-'), "nocolumn")
+                + "outbox: { headers: { tenant_id: tenant } }\n");
+        var config = RouterConfigLoader.load(file, Map.of());
+        assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                .hasMessageContaining("table public.outbox has no column tenant_id");
+        assertThat(check(file)).contains("FAIL  columns of public.outbox: table public.outbox has no column tenant_id");
+    }
+
+    @Test
+    void aPartitionedOutboxTablePublishesTheRowsOfEveryPartition() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("partitioned"));
+        db.execute("""
+                CREATE TABLE public.outbox_parted (
+                  id uuid NOT NULL, aggregatetype varchar(255) NOT NULL, aggregateid varchar(255) NOT NULL,
+                  type varchar(255) NOT NULL, payload jsonb, PRIMARY KEY (id, aggregateid)
+                ) PARTITION BY HASH (aggregateid)""");
+        db.execute("CREATE TABLE public.outbox_parted_0 PARTITION OF public.outbox_parted FOR VALUES WITH (MODULUS 2, REMAINDER 0)");
+        db.execute("CREATE TABLE public.outbox_parted_1 PARTITION OF public.outbox_parted FOR VALUES WITH (MODULUS 2, REMAINDER 1)");
+        String topics = OutboxContract.unique("partitioned");
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("partitioned-router").replace('_', '-'), topics)
+                .replace("tables: [public.outbox, public.outbox_binary]", "tables: [public.outbox_parted]"), Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var events = new java.util.ArrayList<TestEvent>();
+            try (var ps = c.prepareStatement("INSERT INTO public.outbox_parted (id, aggregatetype, aggregateid, type, payload) "
+                    + "VALUES (?::uuid, ?, ?, ?, ?::jsonb)")) {
+                for (int i = 1; i <= 20; i++) {
+                    var e = TestEvent.of("Order", "o-" + i, 1);
+                    ps.setString(1, e.id().toString());
+                    ps.setString(2, e.aggregateType());
+                    ps.setString(3, e.aggregateId());
+                    ps.setString(4, e.type());
+                    ps.setString(5, e.payload());
+                    ps.executeUpdate();
+                    events.add(e);
+                }
+            }
+            c.commit();
+            try (var st = c.createStatement();
+                 var rs = st.executeQuery("SELECT count(DISTINCT tableoid) FROM public.outbox_parted")) {
+                rs.next();
+                assertThat(rs.getInt(1)).as("rows in both partitions").isEqualTo(2);
+            }
+            kafka.awaitIds(events.stream().map(TestEvent::id).collect(java.util.stream.Collectors.toSet()), Duration.ofSeconds(60));
+            assertThat(kafka.all()).allSatisfy(r -> assertThat(r.header("source.table")).isEqualTo("public.outbox_parted"));
+        }
+    }
+}

@@ -1,0 +1,146 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.TestServers;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Outages and fencing on Postgres: a killed lock session, a database restart, a database that is down at start, and
+ * a killed active process with a standby. The router rides them out with nothing lost, and only one process streams.
+ * Takeover times are printed (measured, not asserted).
+ */
+class PostgresOutageIT {
+    @TempDir
+    Path dir;
+
+    private String yaml(PostgresOutbox db, String name, String topics, int port) {
+        return "name: " + name + "\n" + db.sourceYaml() + """
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: %s, listen: "127.0.0.1:%d" }
+                """.formatted(topics, OutboxContract.kafka(), port > 0, Math.max(port, 0));
+    }
+
+    private static void publishOne(PostgresOutbox db, KafkaEvents kafka, TestEvent e) throws Exception {
+        try (var c = db.connect()) {
+            db.insert(c, e);
+            c.commit();
+        }
+        kafka.awaitIds(Set.of(e.id()), Duration.ofSeconds(60));
+    }
+
+    /** Terminates the sessions that hold advisory locks in the router's database: its lock session. */
+    private static int killLockSessions(PostgresOutbox db) throws Exception {
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery("SELECT count(pg_terminate_backend(l.pid)) "
+                + "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+                + "AND a.datname = current_database()")) {
+            rs.next();
+            c.commit();
+            return rs.getInt(1);
+        }
+    }
+
+    @Test
+    void aKilledLockSessionStopsTheStreamThenTheRouterTakesItsLockAgainAndLosesNothing() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("lockkill"));
+        String topics = OutboxContract.unique("lockkill");
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("lockkill-router").replace('_', '-'), topics, 0), Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            publishOne(db, kafka, TestEvent.of("Order", "o-1", 1));
+            long killed = System.nanoTime();
+            assertThat(killLockSessions(db)).isEqualTo(1);
+            Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> !router.isStreaming());
+            long stopped = System.nanoTime();
+            var during = TestEvent.of("Order", "o-1", 2); // committed while nobody streams
+            try (var c = db.connect()) {
+                db.insert(c, during);
+                c.commit();
+            }
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).as("took its lock again").isTrue();
+            System.out.printf("lock session killed: stream stopped after %d ms, streaming again after %d ms%n",
+                    (stopped - killed) / 1_000_000, (System.nanoTime() - killed) / 1_000_000);
+            kafka.awaitIds(Set.of(during.id()), Duration.ofSeconds(60));
+            publishOne(db, kafka, TestEvent.of("Order", "o-1", 3));
+            assertThat(router.completion()).isNotDone();
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotHaveDuplicates();
+        }
+    }
+
+    @Test
+    void aDatabaseRestartMidStreamIsRiddenOutAndADatabaseDownAtStartIsWaitedFor() throws Exception {
+        var server = TestServers.postgres();
+        var db = new PostgresOutbox(server, OutboxContract.unique("dbrestart"));
+        String topics = OutboxContract.unique("dbrestart");
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("dbrestart-router").replace('_', '-'), topics, 0), Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                publishOne(db, kafka, TestEvent.of("Order", "o-1", 1));
+                long restart = System.nanoTime();
+                server.restart();
+                var after = TestEvent.of("Order", "o-1", 2);
+                try (var c = db.connect()) {
+                    db.insert(c, after);
+                    c.commit();
+                }
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(90));
+                System.out.printf("database restart: first event after it published %d ms after the restart began%n",
+                        (System.nanoTime() - restart) / 1_000_000);
+                assertThat(router.completion()).as("rode it out, in-process").isNotDone();
+            }
+
+            server.stop();
+            try (var router = Router.start(config)) {
+                assertThat(router.isActive()).isFalse();
+                assertThat(router.waitingFor()).isEqualTo("the database");
+                assertThat(router.completion()).isNotDone();
+                server.restart();
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).as("streams once the database answers").isTrue();
+                publishOne(db, kafka, TestEvent.of("Order", "o-1", 3));
+            } finally {
+                server.restart(); // in any case, for the tests after this one
+            }
+        }
+    }
+
+    @Test
+    void aStandbyTakesOverFromAKilledActiveProcessAndTheNumbersArePrinted() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("takeover"));
+        String topics = OutboxContract.unique("takeover");
+        int port = OutboxContract.freePort();
+        var file = Files.writeString(dir.resolve("router.yml"),
+                yaml(db, OutboxContract.unique("takeover-router").replace('_', '-'), topics, port));
+        var config = RouterConfigLoader.load(file, Map.of());
+        var standbyConfig = RouterConfigLoader.parse(Files.readString(file).replace("enabled: true", "enabled: false"), Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var active = RouterProcess.start(file, port, dir.resolve("active.log")).awaitReady(Duration.ofSeconds(90));
+             var standby = Router.start(standbyConfig)) {
+            assertThat(standby.isActive()).isFalse();
+            publishOne(db, kafka, TestEvent.of("Order", "o-1", 1));
+            long kill = System.nanoTime();
+            active.kill();
+            assertThat(standby.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            System.out.printf("SIGKILL of the active process: standby streaming after %d ms%n", (System.nanoTime() - kill) / 1_000_000);
+            publishOne(db, kafka, TestEvent.of("Order", "o-1", 2));
+
+            long killed = System.nanoTime();
+            assertThat(killLockSessions(db)).isEqualTo(1);
+            Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> !standby.isStreaming());
+            assertThat(standby.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            System.out.printf("lock session of the new active killed: streaming again after %d ms%n", (System.nanoTime() - killed) / 1_000_000);
+            publishOne(db, kafka, TestEvent.of("Order", "o-1", 3));
+            assertThat(config.name()).isEqualTo(standbyConfig.name());
+        }
+    }
+}
