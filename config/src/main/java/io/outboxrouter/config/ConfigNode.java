@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -63,10 +64,6 @@ final class ConfigNode {
         var child = new ConfigNode(key(field), node.get(field), env, problems);
         children.add(child);
         return child;
-    }
-
-    boolean has(String field) {
-        return raw(field).isPresent();
     }
 
     /** The raw text of a scalar (environment first), with {@code ${VAR}} references resolved. */
@@ -249,7 +246,7 @@ final class ConfigNode {
     }
 
     /** Every leaf key read from this node and its children: the configuration model's keys. */
-    void collectLeafKeys(java.util.Collection<String> out) {
+    void collectLeafKeys(Collection<String> out) {
         for (String field : read.stream().sorted().toList()) {
             var child = children.stream().filter(c -> c.path.equals(key(field))).findFirst();
             if (child.isPresent()) {

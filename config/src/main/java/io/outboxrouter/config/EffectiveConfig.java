@@ -41,7 +41,7 @@ public final class EffectiveConfig {
         root.put("outbox", map(
                 "columns", map("id", cols.id(), "aggregate-type", cols.aggregateType(), "aggregate-id", cols.aggregateId(),
                         "type", cols.type(), "payload", cols.payload()),
-                "headers", c.outbox().headers()));
+                "headers", c.outbox().headers(), "payload-format", ConfigNode.lower(c.outbox().payloadFormat())));
         root.put("routing", map("topic", c.routing().topic().source(),
                 "dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
                         "topic", c.routing().deadLetters().topic())));
@@ -50,6 +50,7 @@ public final class EffectiveConfig {
         var offsets = new LinkedHashMap<String, Object>();
         offsets.put("table", c.offsets().table());
         offsets.put("schema-history-table", c.offsets().schemaHistoryTable());
+        offsets.put("commit-interval", Durations.format(c.offsets().commitInterval()));
         c.offsets().connection().ifPresent(conn -> putConnection(offsets, conn));
         root.put("offsets", offsets);
         root.put("http", map("enabled", c.http().enabled(), "listen", c.http().host() + ":" + c.http().port()));

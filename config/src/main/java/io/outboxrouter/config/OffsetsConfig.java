@@ -1,5 +1,6 @@
 package io.outboxrouter.config;
 
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -7,8 +8,8 @@ import java.util.Optional;
  *
  * @param schemaHistoryTable for MySQL/MariaDB: the table shapes at each binlog position, beside the offsets
  * @param connection empty to use the source database
- * @param commitInterval how often the acknowledged position is stored; {@link java.time.Duration#ZERO} after every batch
+ * @param commitInterval how often the acknowledged position is stored; {@link Duration#ZERO} after every batch
  */
 public record OffsetsConfig(String table, String schemaHistoryTable, Optional<JdbcConnection> connection,
-                            java.time.Duration commitInterval) {
+                            Duration commitInterval) {
 }

@@ -1,5 +1,6 @@
 package io.outboxrouter.config;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -30,7 +31,7 @@ public record OutboxConfig(Columns columns, Map<String, String> headers, Payload
     public record Columns(String id, String aggregateType, String aggregateId, String type, String payload) {
         public static final Columns DEFAULTS = new Columns("id", "aggregatetype", "aggregateid", "type", "payload");
         /** The logical field names a topic template may use whatever the columns are called. */
-        public static final java.util.List<String> LOGICAL_FIELDS = java.util.List.of("id", "aggregatetype", "aggregateid", "type");
+        public static final List<String> LOGICAL_FIELDS = List.of("id", "aggregatetype", "aggregateid", "type");
 
         /** The column a template placeholder reads: a logical field name maps to its configured column, anything else is a column. */
         public String column(String placeholder) {
