@@ -45,6 +45,7 @@ public final class ConfigReference {
             new Entry("offsets.table", "`outbox_router_offsets`", "offsets table, created when missing; may be schema-qualified"),
             new Entry("offsets.schema-history-table", "`outbox_router_schema_history`", "MySQL/MariaDB: the table shapes the binlog reader needs, beside the offsets; created when missing"),
             new Entry("offsets.commit-interval", "`0`", "how often the acknowledged position is stored (only ever at a transaction boundary, after Kafka's acks): `0` after every batch; an interval such as `1s` saves round trips to a distant offsets database, and a crash then sends up to that much again"),
+            new Entry("offsets.give-up-after", "`10m`", "how long the router waits, with backoff, for the database that holds its lock and offsets (down at start, restarting, its lock session lost) before it stops; `0` waits forever"),
             new Entry("offsets.url", "the source's", "keep offsets in another database (`jdbc:postgresql:`, `jdbc:mysql:`, `jdbc:mariadb:`)"),
             new Entry("offsets.user", "the source's", "its user"),
             new Entry("offsets.password", "the source's", "its password"),

@@ -1,9 +1,12 @@
 package io.outboxrouter.config;
 
+import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import com.fasterxml.jackson.dataformat.yaml.util.StringQuotingChecker;
 import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -13,8 +16,12 @@ import java.util.regex.Pattern;
 public final class EffectiveConfig {
     /** Pass-through keys whose values are credentials. */
     private static final Pattern SECRET_KEY = Pattern.compile("(?i).*(password|secret|jaas|token|credential).*");
-    private static final ObjectMapper YAML = new ObjectMapper(
-            new YAMLFactory().disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER).enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+    /** A string that YAML could read as a number: quoted when it would not read back as itself. */
+    private static final Pattern NUMBER_LIKE = Pattern.compile("[-+]?[.0-9]");
+    /** Reads YAML as the loader does. */
+    private static final ObjectMapper READER = new ObjectMapper(new YAMLFactory());
+    private static final ObjectMapper YAML = new ObjectMapper(YAMLFactory.builder().stringQuotingChecker(new ReadsBackQuoting()).build()
+            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER).enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
 
     private EffectiveConfig() {
     }
@@ -51,6 +58,7 @@ public final class EffectiveConfig {
         offsets.put("table", c.offsets().table());
         offsets.put("schema-history-table", c.offsets().schemaHistoryTable());
         offsets.put("commit-interval", Durations.format(c.offsets().commitInterval()));
+        offsets.put("give-up-after", Durations.format(c.offsets().giveUpAfter()));
         c.offsets().connection().ifPresent(conn -> putConnection(offsets, conn));
         root.put("offsets", offsets);
         root.put("http", map("enabled", c.http().enabled(), "listen", c.http().host() + ":" + c.http().port()));
@@ -74,6 +82,26 @@ public final class EffectiveConfig {
         var out = new LinkedHashMap<String, String>();
         props.forEach((k, v) -> out.put(k, SECRET_KEY.matcher(k).matches() ? Secret.MASK : v));
         return out;
+    }
+
+    /**
+     * Minimal quotes, except that a string YAML would read back as another value ({@code 2.10} as {@code 2.1}, {@code 1e3},
+     * {@code 0x1F}, {@code .inf}) is quoted, so that the printed configuration loads the same.
+     */
+    private static final class ReadsBackQuoting extends StringQuotingChecker.Default {
+        @Override
+        public boolean needToQuoteValue(String value) {
+            return super.needToQuoteValue(value) || (NUMBER_LIKE.matcher(value).lookingAt() && !readsBackAsItself(value));
+        }
+
+        private static boolean readsBackAsItself(String value) {
+            try {
+                JsonNode read = READER.readTree("v: " + value).get("v");
+                return read != null && read.isValueNode() && read.asText().equals(value);
+            } catch (JacksonException e) {
+                return false;
+            }
+        }
     }
 
     private static Map<String, Object> map(Object... kv) {

@@ -6,8 +6,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.outboxrouter.config.OutboxConfig.Columns;
+import io.outboxrouter.config.OutboxConfig.PayloadFormat;
 import io.outboxrouter.config.RoutingConfig.DeadLetterPolicy;
 import io.outboxrouter.config.RoutingConfig.DeadLetters;
+import io.outboxrouter.config.SourceConfig.BinlogSource;
 import io.outboxrouter.config.SourceConfig.PostgresSource;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -175,7 +177,7 @@ public final class RouterConfigLoader {
         }
         int batch = n.integer("max-batch-size", 2048, 1, 65536);
         return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication, heartbeat, heartbeatTable), new SourceConfig.BinlogSource(serverId), snapshot, poll, batch);
+                new PostgresSource(slot, publication, heartbeat, heartbeatTable), new BinlogSource(serverId), snapshot, poll, batch);
     }
 
     private static OutboxConfig outbox(ConfigNode n) {
@@ -194,7 +196,7 @@ public final class RouterConfigLoader {
                 n.problem(n.key("headers." + col), "must name the Kafka header");
             }
         });
-        return new OutboxConfig(columns, headers, n.choice("payload-format", OutboxConfig.PayloadFormat.class, OutboxConfig.PayloadFormat.BYTES));
+        return new OutboxConfig(columns, headers, n.choice("payload-format", PayloadFormat.class, PayloadFormat.BYTES));
     }
 
     private static String column(ConfigNode n, String field, String defaultName) {
@@ -246,9 +248,8 @@ public final class RouterConfigLoader {
 
     /** Placeholders a template may use: the logical field names and every column the config names. */
     public static Set<String> knownPlaceholders(OutboxConfig outbox) {
-        var known = new LinkedHashSet<String>(OutboxConfig.Columns.LOGICAL_FIELDS);
-        var c = outbox.columns();
-        known.addAll(List.of(c.id(), c.aggregateType(), c.aggregateId(), c.type()));
+        var known = new LinkedHashSet<String>(Columns.LOGICAL_FIELDS);
+        Columns.LOGICAL_FIELDS.stream().map(outbox.columns()::column).forEach(known::add);
         known.addAll(outbox.headers().keySet());
         return known;
     }
@@ -293,7 +294,11 @@ public final class RouterConfigLoader {
         if (commitInterval.isNegative()) {
             n.problem(n.key("commit-interval"), "must not be negative (was " + commitInterval + ")");
         }
-        return new OffsetsConfig(table, historyTable, connection, commitInterval);
+        var giveUp = n.duration("give-up-after", Duration.ofMinutes(10));
+        if (giveUp.isNegative()) {
+            n.problem(n.key("give-up-after"), "must not be negative (was " + giveUp + ")");
+        }
+        return new OffsetsConfig(table, historyTable, connection, commitInterval, giveUp);
     }
 
     private static HttpConfig http(ConfigNode n) {

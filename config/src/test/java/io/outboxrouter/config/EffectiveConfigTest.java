@@ -5,18 +5,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Driven from the model's keys ({@link ConfigReference}): every key gets a value other than its default, and the printed
- * effective configuration must carry it and read back to the same configuration. A key added to the model but forgotten
- * here, or in {@link EffectiveConfig}, fails this test.
+ * Driven from the model's keys ({@link ConfigReference}, which {@link ConfigReferenceTest} holds to the keys the loader
+ * reads): every key gets a value other than its default, and the printed effective configuration must carry each key with
+ * that value (secrets masked) and load back to the same configuration. A key added to the model but forgotten here, or in
+ * {@link EffectiveConfig}, fails this test.
  */
 class EffectiveConfigTest {
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+    /** The secret values given below: each must print as {@link Secret#MASK}, and never as itself. */
+    private static final Set<String> SECRETS = Set.of("src-pw", "off-pw", "jaas-secret", "dbz-pw");
 
     /** A non-default value for every key, by source kind where a key belongs to one kind. */
     private static final Map<String, Object> COMMON = ordered(
@@ -37,21 +47,23 @@ class EffectiveConfigTest {
             "routing.dead-letters.policy", "skip",
             "routing.dead-letters.topic", "orders.dlq",
             "kafka.bootstrap-servers", "k1:9092,k2:9092",
-            "kafka.producer.*", Map.of("linger.ms", "7"),
+            // "2.10" would read back as 2.1 if printed unquoted
+            "kafka.producer.*", ordered("linger.ms", "7", "client.id", "2.10", "sasl.jaas.config", "jaas-secret"),
             "kafka.give-up-after", "2m",
             "offsets.table", "router_positions",
             "offsets.schema-history-table", "router_history",
             "offsets.commit-interval", "1s",
+            "offsets.give-up-after", "3m",
             "offsets.url", "jdbc:postgresql://offsets:5432/meta",
             "offsets.user", "offsets_u",
             "offsets.password", "off-pw",
             "http.enabled", false,
             "http.listen", "0.0.0.0:9090",
-            "debezium.*", Map.of("slot.max.retries", "3"));
+            "debezium.*", ordered("slot.max.retries", "3", "database.password", "dbz-pw"));
     private static final Map<String, Object> POSTGRES = ordered(
             "source.kind", "postgres",
             "source.url", "jdbc:postgresql://db:6543/shop",
-            "source.tables", List.of("sales.outbox"),
+            "source.tables", List.of("sales.outbox", "billing.outbox"),
             "source.postgres.slot", "orders_slot",
             "source.postgres.publication", "orders_pub",
             "source.postgres.heartbeat-interval", "10s",
@@ -59,48 +71,141 @@ class EffectiveConfigTest {
     private static final Map<String, Object> MARIADB = ordered(
             "source.kind", "mariadb",
             "source.url", "jdbc:mariadb://db:3307/shop",
-            "source.tables", List.of("shop.outbox"),
+            "source.tables", List.of("shop.events"),
             "source.binlog.server-id", 4242L);
+    private static final List<Map<String, Object>> KINDS = List.of(POSTGRES, MARIADB);
     /** Keys that are another way to give a value printed under its main key (a password read from a file). */
-    private static final List<String> ALTERNATIVES = List.of("source.password-file", "offsets.password-file");
+    private static final Map<String, String> ALTERNATIVES = Map.of(
+            "source.password-file", "source.password", "offsets.password-file", "offsets.password");
 
     @Test
-    void everyKeyOfTheModelHasANonDefaultValueHere() {
-        for (var e : ConfigReference.ENTRIES) {
-            if (!ALTERNATIVES.contains(e.key())) {
-                assertThat(COMMON.containsKey(e.key()) || POSTGRES.containsKey(e.key()) || MARIADB.containsKey(e.key()))
-                        .as("a non-default value for " + e.key() + " in this test").isTrue();
+    void everyKeyOfTheReferenceHasANonDefaultValueHere() {
+        var referenceKeys = ConfigReference.ENTRIES.stream().map(ConfigReference.Entry::key).toList();
+        for (String key : referenceKeys) {
+            if (!ALTERNATIVES.containsKey(key)) {
+                assertThat(COMMON.containsKey(key) || KINDS.stream().anyMatch(k -> k.containsKey(key)))
+                        .as("a non-default value for " + key + " in this test").isTrue();
             }
         }
+        var givenHere = new ArrayList<>(COMMON.keySet());
+        KINDS.forEach(k -> givenHere.addAll(k.keySet()));
+        givenHere.addAll(ALTERNATIVES.keySet());
+        assertThat(referenceKeys).as("keys of this test that the model no longer has").containsAll(givenHere);
     }
 
     @Test
-    void everyNonDefaultValueIsPrintedAndReadsBackToTheSameConfig() throws Exception {
-        for (var kind : List.of(POSTGRES, MARIADB)) {
+    void everyKeyIsPrintedWithItsNonDefaultValueAndReadsBackToTheSameConfig() throws Exception {
+        for (var kind : KINDS) {
             var values = new LinkedHashMap<>(COMMON);
             values.putAll(kind);
-            var config = RouterConfigLoader.parse(YAML.writeValueAsString(nest(values)), Map.of());
+            var config = RouterConfigLoader.parse(yaml(values), Map.of());
             String printed = EffectiveConfig.toYaml(config);
             JsonNode tree = YAML.readTree(printed);
-            for (String key : values.keySet()) {
-                JsonNode node = tree;
-                for (String part : key.replace(".*", "").split("\\.")) {
-                    node = node.path(part);
+            // The defaults that follow from the same required keys and kind (the slot from the name, the tables from the URL).
+            var required = required(values);
+            JsonNode defaults = YAML.readTree(EffectiveConfig.toYaml(RouterConfigLoader.parse(yaml(required), Map.of())));
+
+            for (var entry : ConfigReference.ENTRIES) {
+                String key = entry.key();
+                if (ALTERNATIVES.containsKey(key) || !values.containsKey(key) && otherKindsOnly(key, kind)) {
+                    continue;
                 }
-                assertThat(node.isMissingNode() || node.isNull()).as(key + " is printed").isFalse();
+                Object expected = plain(YAML.valueToTree(masked(values.get(key))));
+                assertThat(plain(at(tree, key))).as(key + " printed with its value, secrets masked, in\n" + printed)
+                        .isEqualTo(expected);
+                if (!required.containsKey(key)) {
+                    assertThat(plain(at(defaults, key))).as("the value this test gives " + key + " is not its default")
+                            .isNotEqualTo(expected);
+                }
             }
-            assertThat(printed).doesNotContain("src-pw", "off-pw");
-            String readable = printed.replace("password: '" + Secret.MASK + "'", "password: MASKED");
-            var again = RouterConfigLoader.parse(readable.replaceFirst("password: MASKED", "password: src-pw")
-                    .replaceFirst("password: MASKED", "password: off-pw"), Map.of());
-            assertThat(again).as("printed config reads back the same").isEqualTo(config);
+            assertThat(printed).doesNotContain(SECRETS);
+
+            // Round trip: the printed YAML loads as the configuration did, with each secret as the mask it printed.
+            var withMaskedSecrets = new LinkedHashMap<String, Object>();
+            values.forEach((key, value) -> withMaskedSecrets.put(key, masked(value)));
+            assertThat(RouterConfigLoader.parse(printed, Map.of())).as("printed config reads back the same, in\n" + printed)
+                    .isEqualTo(RouterConfigLoader.parse(yaml(withMaskedSecrets), Map.of()));
         }
     }
 
-    private static Map<String, Object> nest(Map<String, Object> flat) {
+    @Test
+    void aPasswordReadFromAFileIsPrintedMaskedUnderItsKey(@TempDir Path dir) throws Exception {
+        var file = Files.writeString(dir.resolve("pw"), "file-pw\n");
+        var values = new LinkedHashMap<>(required(POSTGRES));
+        values.put("offsets.url", "jdbc:postgresql://offsets:5432/meta");
+        for (var alternative : ALTERNATIVES.keySet()) {
+            values.put(alternative, file.toString());
+        }
+        String printed = EffectiveConfig.toYaml(RouterConfigLoader.parse(yaml(values), Map.of()));
+        JsonNode tree = YAML.readTree(printed);
+        for (var mainKey : ALTERNATIVES.values()) {
+            assertThat(plain(at(tree, mainKey))).as(mainKey).isEqualTo(Secret.MASK);
+        }
+        assertThat(printed).doesNotContain("file-pw").doesNotContain("password-file");
+    }
+
+    /**
+     * The keys without a default (name, source.url, ...) and source.kind, with this test's values: the smallest
+     * configuration of that kind. (source.kind is postgres by default; the MariaDB run gives it a non-default value.)
+     */
+    private static Map<String, Object> required(Map<String, Object> values) {
+        var out = new LinkedHashMap<String, Object>();
+        for (var e : ConfigReference.ENTRIES) {
+            if (e.defaultValue().equals("required") || e.key().equals("source.kind")) {
+                out.put(e.key(), values.containsKey(e.key()) ? values.get(e.key()) : COMMON.get(e.key()));
+            }
+        }
+        return out;
+    }
+
+    /** Whether a key is given only for another source kind (say {@code source.binlog.server-id} for Postgres). */
+    private static boolean otherKindsOnly(String key, Map<String, Object> kind) {
+        return !COMMON.containsKey(key) && !kind.containsKey(key) && KINDS.stream().anyMatch(k -> k.containsKey(key));
+    }
+
+    private static Object masked(Object value) {
+        if (value instanceof String s && SECRETS.contains(s)) {
+            return Secret.MASK;
+        }
+        if (value instanceof Map<?, ?> m) {
+            var out = new LinkedHashMap<Object, Object>();
+            m.forEach((k, v) -> out.put(k, masked(v)));
+            return out;
+        }
+        return value;
+    }
+
+    /** The node at a reference key ({@code kafka.producer.*} is the map at {@code kafka.producer}). */
+    private static JsonNode at(JsonNode tree, String key) {
+        JsonNode node = tree;
+        for (String part : key.replaceAll("\\.\\*$", "").split("\\.")) {
+            node = node.path(part);
+        }
+        return node;
+    }
+
+    /** Values as the loader reads them (every scalar as text), so that {@code 999} and {@code "999"} compare equal. */
+    private static Object plain(JsonNode node) {
+        if (node.isMissingNode() || node.isNull()) {
+            return null;
+        }
+        if (node.isArray()) {
+            var out = new ArrayList<>();
+            node.forEach(item -> out.add(plain(item)));
+            return out;
+        }
+        if (node.isObject()) {
+            var out = new HashMap<String, Object>();
+            node.properties().forEach(e -> out.put(e.getKey(), plain(e.getValue())));
+            return out;
+        }
+        return node.asText();
+    }
+
+    private static String yaml(Map<String, Object> flat) throws Exception {
         var root = new LinkedHashMap<String, Object>();
         flat.forEach((key, value) -> {
-            String[] parts = key.replace(".*", "").split("\\.");
+            String[] parts = key.replaceAll("\\.\\*$", "").split("\\.");
             Map<String, Object> node = root;
             for (int i = 0; i < parts.length - 1; i++) {
                 @SuppressWarnings("unchecked")
@@ -109,7 +214,7 @@ class EffectiveConfigTest {
             }
             node.put(parts[parts.length - 1], value);
         });
-        return root;
+        return YAML.writeValueAsString(root);
     }
 
     private static Map<String, Object> ordered(Object... kv) {

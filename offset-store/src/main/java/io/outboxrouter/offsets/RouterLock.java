@@ -72,11 +72,21 @@ public final class RouterLock implements AutoCloseable {
         return "router " + settings.routerName() + " (lock in " + settings.connection().displayUrl() + ")";
     }
 
+    /** What the server says about this process's lock. */
+    public enum LockState {
+        /** This session holds it. */
+        HELD,
+        /** This session does not hold it any more, or the session itself is gone (killed, the database restarted). */
+        LOST,
+        /** The server did not answer in time: ask again (the session may be fine under load). */
+        UNKNOWN
+    }
+
     /**
      * Whether this session still holds the lock, asked of the server (not only whether the connection looks alive): a
      * session killed by an operator, or ended by a database restart, has lost it, and a standby may hold it now.
      */
-    public boolean isHeld() {
+    public LockState check() {
         String sql = dialect == SqlDialect.POSTGRES
                 ? "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() "
                         + "AND ((classid::bigint << 32) | objid::bigint) = ?)"
@@ -89,10 +99,25 @@ public final class RouterLock implements AutoCloseable {
                 ps.setString(1, mysqlName(routerName));
             }
             try (var rs = ps.executeQuery()) {
-                return rs.next() && rs.getBoolean(1);
+                return rs.next() && rs.getBoolean(1) ? LockState.HELD : LockState.LOST;
             }
         } catch (SQLException e) {
-            return false;
+            return sessionGone(e) ? LockState.LOST : LockState.UNKNOWN;
+        }
+    }
+
+    /** Whether the server says this session holds the lock now. */
+    public boolean isHeld() {
+        return check() == LockState.HELD;
+    }
+
+    /** A broken connection, a terminated session or a server shutting down: the lock went with the session. */
+    private boolean sessionGone(SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        try {
+            return state.startsWith("08") || state.startsWith("57P") || connection.isClosed();
+        } catch (SQLException closed) {
+            return true;
         }
     }
 

@@ -22,9 +22,9 @@ final class Leadership implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Leadership.class);
     private static final Duration STANDBY_POLL = Duration.ofSeconds(1);
     private static final Duration LOCK_CHECK = Duration.ofSeconds(1);
-    /** How long the lock's database may stay unreachable, at start or after a lost lock, before the router gives up. */
-    static final Duration OUTAGE_BUDGET = Duration.ofMinutes(10);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(10);
+    /** Unanswered lock checks (one a second) before the lock counts as lost: well before the server drops a silent session. */
+    private static final int MAX_UNANSWERED = 3;
 
     /** What the router does as the lock comes and goes; called on the router's timer thread (the first take on the caller's). */
     interface Listener {
@@ -40,17 +40,24 @@ final class Leadership implements AutoCloseable {
 
     private final OffsetTableSettings settings;
     private final ScheduledExecutorService timer;
+    /** How long the lock's database may stay unreachable, at start or after a lost lock, before giving up; zero: forever. */
+    private final Duration outageBudget;
     private Listener listener;
     private volatile RouterLock lock;
     private volatile boolean closed;
+    /** False once the router is stopping: the lock is kept until the end, but no longer watched or taken again. */
+    private volatile boolean watching = true;
+    /** Lock checks in a row that got no answer; a few in a row count as a lost lock. */
+    private int unanswered;
     private volatile String waitingFor;
     private ScheduledFuture<?> check;
     private long outageSince;
     private long backoffMillis = STANDBY_POLL.toMillis();
 
-    Leadership(OffsetTableSettings settings, ScheduledExecutorService timer) {
+    Leadership(OffsetTableSettings settings, ScheduledExecutorService timer, Duration outageBudget) {
         this.settings = settings;
         this.timer = timer;
+        this.outageBudget = outageBudget;
     }
 
     /**
@@ -111,7 +118,7 @@ final class Leadership implements AutoCloseable {
 
     /** One try at the lock, while standing by or after losing it. */
     private void retake(boolean afterLoss) {
-        if (closed) {
+        if (closed || !watching) {
             return;
         }
         Optional<RouterLock> acquired;
@@ -120,7 +127,8 @@ final class Leadership implements AutoCloseable {
         } catch (SQLException e) {
             if (!RouterLock.isOutage(e) || outageBudgetSpent()) {
                 listener.failed(new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings)
-                        + (RouterLock.isOutage(e) ? " after waiting " + OUTAGE_BUDGET.toMinutes() + " min" : "") + ": " + Retry.describe(e), e));
+                        + (RouterLock.isOutage(e) ? " after waiting " + outageBudget + " (offsets.give-up-after)" : "") + ": "
+                        + Retry.describe(e), e));
                 return;
             }
             unreachable(e);
@@ -165,19 +173,27 @@ final class Leadership implements AutoCloseable {
             outageSince = System.nanoTime();
         }
         waitingFor = "the database";
-        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, for up to {} min", RouterLock.describe(settings),
-                Retry.describe(e), backoffMillis, OUTAGE_BUDGET.toMinutes());
+        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, {}", RouterLock.describe(settings), Retry.describe(e),
+                backoffMillis, outageBudget.isZero() ? "until it answers" : "for up to " + outageBudget + " in all (offsets.give-up-after)");
         backoffMillis = Math.min(backoffMillis * 2, MAX_BACKOFF.toMillis());
     }
 
     private boolean outageBudgetSpent() {
-        return outageSince != 0 && System.nanoTime() - outageSince > OUTAGE_BUDGET.toNanos();
+        return !outageBudget.isZero() && outageSince != 0 && System.nanoTime() - outageSince > outageBudget.toNanos();
     }
 
     /** Asks the server whether this session still holds the lock; without it a standby may already be streaming. */
     private void checkLock() {
         var held = lock;
-        if (held == null || closed || held.isHeld()) {
+        if (held == null || closed || !watching) {
+            return;
+        }
+        var state = held.check();
+        unanswered = state == RouterLock.LockState.UNKNOWN ? unanswered + 1 : 0;
+        if (state == RouterLock.LockState.HELD || (state == RouterLock.LockState.UNKNOWN && unanswered < MAX_UNANSWERED)) {
+            if (state == RouterLock.LockState.UNKNOWN) {
+                LOG.warn("The lock check of {} got no answer ({} in a row); asking again", held.description(), unanswered);
+            }
             return;
         }
         synchronized (this) {
@@ -188,6 +204,15 @@ final class Leadership implements AutoCloseable {
         LOG.warn("Lost the lock of {} (its database session ended or was killed): stopping the stream at once", held.description());
         listener.lost("lost the lock of " + held.description());
         retake(true);
+    }
+
+    /** The router is stopping: keep the lock until {@link #close()}, but stop watching it and never take it again. */
+    void stopWatching() {
+        watching = false;
+        var scheduled = check;
+        if (scheduled != null) {
+            scheduled.cancel(false);
+        }
     }
 
     /** Releases the lock (a standby, if any, takes over). */

@@ -17,8 +17,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +34,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Router implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
 
     private final RouterConfig config;
     private final Source source;
@@ -59,12 +61,15 @@ public final class Router implements AutoCloseable {
         this.sink = sink;
         this.handler = handler;
         this.metrics = metrics;
-        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        var lockTimer = new ScheduledThreadPoolExecutor(1, r -> {
             var t = new Thread(r, "router-" + config.name());
             t.setDaemon(true);
             return t;
         });
-        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer);
+        // On shutdown, a scheduled retry of the lock is dropped; only a task already running is waited for.
+        lockTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        this.timer = lockTimer;
+        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
     }
 
     /**
@@ -231,6 +236,15 @@ public final class Router implements AutoCloseable {
             closed = true;
         }
         LOG.info("Stopping router {}", config.name());
+        leadership.stopWatching(); // a lock check must not restart the stream while it stops
+        timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
+        try {
+            if (!timer.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+                LOG.warn("Router {}: the lock timer is still busy after {} s", config.name(), STOP_TIMEOUT.toSeconds());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         try {
             var e = engine;
             if (e != null) {

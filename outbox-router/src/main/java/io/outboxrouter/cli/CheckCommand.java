@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -79,6 +81,31 @@ final class CheckCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * With auto-creation off, every topic must exist before its first record: the dead-letter topic and a template
+     * without placeholders are checked by name; for a template with placeholders, the topics that exist are listed.
+     */
+    private static List<Check> topicChecks(RouterConfig c, Set<String> existing) {
+        var checks = new ArrayList<Check>();
+        var template = c.routing().topic();
+        String dlq = c.routing().deadLetters().topic();
+        String create = "create it (kafka-topics.sh --create --topic <name>): auto.create.topics.enable is off";
+        checks.add(existing.contains(dlq) ? Check.pass("dead-letter topic", dlq + " exists")
+                : Check.fail("dead-letter topic", "topic " + dlq + " does not exist and the broker does not create topics", create));
+        if (template.placeholders().isEmpty()) {
+            String topic = template.source();
+            checks.add(existing.contains(topic) ? Check.pass("event topic", topic + " exists")
+                    : Check.fail("event topic", "topic " + topic + " does not exist and the broker does not create topics", create));
+        } else {
+            var pattern = Pattern.compile(Pattern.quote(template.source()).replaceAll("\\$\\{[^}]+}", "\\\\E.+\\\\Q"));
+            var matching = existing.stream().filter(t -> pattern.matcher(t).matches()).sorted().toList();
+            checks.add(Check.pass("event topics", "auto.create.topics.enable is off: every topic " + template + " renders must exist "
+                    + "before its first event (a missing one stops the router with its name); existing: "
+                    + (matching.isEmpty() ? "none" : String.join(", ", matching))));
+        }
+        return checks;
+    }
+
     private static List<Check> kafkaChecks(RouterConfig c) {
         var props = new HashMap<String, Object>(c.kafka().producer());
         props.keySet().removeIf(k -> !AdminClientConfig.configNames().contains(k));
@@ -94,9 +121,11 @@ final class CheckCommand implements Callable<Integer> {
             var brokerConfig = admin.describeConfigs(List.of(broker)).all().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(broker);
             var autoCreate = brokerConfig.get("auto.create.topics.enable");
             boolean creates = autoCreate != null && Boolean.parseBoolean(autoCreate.value());
-            checks.add(creates ? Check.pass("kafka topics", "the broker creates topics on first use (auto.create.topics.enable)")
-                    : Check.pass("kafka topics", "auto.create.topics.enable is off: create the event topics ("
-                    + c.routing().topic() + ") and " + c.routing().deadLetters().topic() + " before the first event"));
+            if (creates) {
+                checks.add(Check.pass("kafka topics", "the broker creates topics on first use (auto.create.topics.enable)"));
+            } else {
+                checks.addAll(topicChecks(c, admin.listTopics().names().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)));
+            }
             return checks;
         } catch (Exception e) {
             if (e instanceof InterruptedException) {

@@ -2,6 +2,7 @@ package io.outboxrouter.kafka;
 
 import io.outboxrouter.retry.Retry;
 import java.util.List;
+import java.util.Optional;
 import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
@@ -22,6 +23,14 @@ public interface EventSink extends AutoCloseable {
      *                               retrying cannot fix (authorization, configuration)
      */
     List<Refused> send(List<ProducerRecord<byte[], byte[]>> records) throws Retry.GaveUpException, InterruptedException;
+
+    /**
+     * Why the sink will refuse this record for its size, known before anything is sent (so that its fate is decided before
+     * a later record of the same aggregate is acknowledged); empty when it may be sent.
+     */
+    default Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
+        return Optional.empty();
+    }
 
     @Override
     void close();

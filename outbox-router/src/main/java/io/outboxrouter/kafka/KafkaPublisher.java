@@ -3,9 +3,13 @@ package io.outboxrouter.kafka;
 import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.retry.Retry;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -19,6 +23,7 @@ import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
@@ -34,24 +39,48 @@ import org.slf4j.LoggerFactory;
 public final class KafkaPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+    private static final String DEFAULT_MAX_REQUEST = "1048576";
+    /** More than Kafka's record and batch overhead, so that a record this check passes is not refused by the producer. */
+    private static final int RECORD_OVERHEAD_BYTES = 128;
 
     private final Supplier<Producer<byte[], byte[]>> producers;
     private final Retry retry;
     private final RouterListener listener;
+    private final TopicProbe probe;
+    private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
 
     /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
     public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
         this(() -> new KafkaProducer<>(producerConfig(kafka, clientId)), new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()),
-                listener);
+                listener, TopicProbe.of(producerConfig(kafka, clientId)),
+                Integer.parseInt(producerConfig(kafka, clientId).getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)));
     }
 
-    /** @param producers makes a producer at start and again after each failed batch (Kafka's {@code MockProducer} in tests) */
-    public KafkaPublisher(Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener) {
+    /**
+     * @param producers makes a producer at start and again after each failed batch (Kafka's {@code MockProducer} in tests)
+     * @param probe     asked, after sends timed out waiting for metadata, whether their topics can ever be written
+     */
+    public KafkaPublisher(Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener, TopicProbe probe) {
+        this(producers, retry, listener, probe, Integer.parseInt(DEFAULT_MAX_REQUEST));
+    }
+
+    /** @param maxRequestBytes the producer's {@code max.request.size}: a larger record is refused before it is sent */
+    public KafkaPublisher(Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener, TopicProbe probe,
+                          int maxRequestBytes) {
+        this.maxRequestBytes = maxRequestBytes;
         this.producers = producers;
         this.retry = retry;
         this.listener = listener;
+        this.probe = probe;
         this.producer = producers.get();
+    }
+
+    /** A topic the batch can never be written to: waiting does not help, the operator must act. */
+    static final class UnwritableTopicException extends Exception {
+        UnwritableTopicException(String message, Throwable cause) {
+            super(message, cause);
+        }
     }
 
     static Properties producerConfig(KafkaConfig kafka, String clientId) {
@@ -72,6 +101,20 @@ public final class KafkaPublisher implements EventSink {
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         return p;
+    }
+
+    @Override
+    public Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
+        long size = RECORD_OVERHEAD_BYTES + length(record.key()) + length(record.value());
+        for (var h : record.headers()) {
+            size += h.key().getBytes(StandardCharsets.UTF_8).length + length(h.value()) + 10;
+        }
+        return size <= maxRequestBytes ? Optional.empty() : Optional.of("the record is about " + size + " bytes, more than the producer's "
+                + "max.request.size (" + maxRequestBytes + ")");
+    }
+
+    private static int length(byte[] b) {
+        return b == null ? 0 : b.length;
     }
 
     @Override
@@ -106,18 +149,43 @@ public final class KafkaPublisher implements EventSink {
         }
         producer.flush();
         var refused = new ArrayList<Refused>();
+        Exception failure = null;
+        var errorsByTopic = new HashMap<String, Throwable>();
         for (int i = 0; i < acks.size(); i++) {
             try {
                 acks.get(i).get();
             } catch (ExecutionException e) {
                 Exception cause = e.getCause() instanceof Exception c ? c : e;
-                if (!(cause instanceof RecordTooLargeException)) {
-                    throw cause; // the batch is sent again, whole and in order
+                if (cause instanceof RecordTooLargeException) {
+                    refused.add(new Refused(i, cause));
+                } else {
+                    errorsByTopic.putIfAbsent(records.get(i).topic(), cause);
+                    failure = failure == null ? cause : failure;
                 }
-                refused.add(new Refused(i, cause));
             }
         }
+        if (failure != null) {
+            throw unwritable(errorsByTopic, failure); // the batch is sent again, whole and in order, unless it never can be
+        }
         return refused;
+    }
+
+    /** The failure to report: a topic that can never be written, named with its fix, or the first error (an outage). */
+    private Exception unwritable(Map<String, Throwable> errorsByTopic, Exception first) {
+        for (var e : errorsByTopic.entrySet()) {
+            if (e.getValue() instanceof TopicAuthorizationException denied) {
+                return new UnwritableTopicException("the producer is not authorized to write to " + denied.unauthorizedTopics()
+                        + ": grant WRITE and DESCRIBE on them to the router's principal (kafka.producer security settings)", denied);
+            }
+        }
+        var timedOut = TopicProbe.timedOut(errorsByTopic);
+        if (!timedOut.isEmpty()) {
+            var why = probe.whyUnwritable(timedOut);
+            if (why.isPresent()) {
+                return new UnwritableTopicException(why.get(), first);
+            }
+        }
+        return first;
     }
 
     private void replaceProducer() {
@@ -131,7 +199,7 @@ public final class KafkaPublisher implements EventSink {
 
     /** Setup errors and records the broker will never take are not retried; outages and timeouts are. */
     static boolean isRetryable(Throwable e) {
-        return !(e instanceof AuthenticationException || e instanceof AuthorizationException
+        return !(e instanceof UnwritableTopicException || e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof InvalidConfigurationException
                 || e instanceof ConfigException);
     }

@@ -56,8 +56,10 @@ final class DeadLetterPolicy {
                 return Optional.empty();
             }
             default -> throw new UnroutableEventException("row at " + change.position() + " of " + change.table()
-                    + " cannot be routed: " + reject.reason() + " (routing.dead-letters.policy=fail; fix the row, "
-                    + "or use policy dead-letter, then restart: the row is read again)");
+                    + " cannot be routed: " + reject.reason() + " (routing.dead-letters.policy=fail). The change is in the "
+                    + "database's log as it was committed and is read again as it is: to go on, set routing.dead-letters.policy to "
+                    + "dead-letter (or skip) and start again"
+                    + ("too_large".equals(reject.kind()) ? ", or raise kafka.producer max.request.size and the topic's max.message.bytes" : ""));
         }
     }
 }

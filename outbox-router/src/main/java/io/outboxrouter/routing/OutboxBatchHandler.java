@@ -13,6 +13,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,7 +72,15 @@ public final class OutboxBatchHandler implements ChangeHandler {
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
-                outcomes.add(new Event(change, p.record()));
+                var tooLarge = sink.refusesForSize(p.record());
+                if (tooLarge.isEmpty()) {
+                    outcomes.add(new Event(change, p.record()));
+                } else {
+                    // Decided before anything is sent: its dead letter keeps its place, and under the fail policy nothing
+                    // after it is published.
+                    policy.tooLarge(change, p.record(), new RecordTooLargeException(tooLarge.get()))
+                            .ifPresent(letter -> outcomes.add(new DeadLetter("too_large", letter)));
+                }
             } else if (result instanceof RoutingResult.Reject reject) {
                 policy.decide(reject).ifPresent(letter -> outcomes.add(new DeadLetter(reject.kind(), letter)));
             } else if (result instanceof RoutingResult.Unrouted unrouted) {

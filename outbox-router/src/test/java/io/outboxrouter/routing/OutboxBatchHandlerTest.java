@@ -8,6 +8,7 @@ import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RoutingConfig.DeadLetterPolicy;
 import io.outboxrouter.config.TopicTemplate;
 import io.outboxrouter.kafka.KafkaPublisher;
+import io.outboxrouter.kafka.TopicProbe;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.retry.Retry;
 import java.nio.charset.StandardCharsets;
@@ -77,7 +78,7 @@ class OutboxBatchHandlerTest {
     private OutboxBatchHandler handler(DeadLetterPolicy policy) {
         var outbox = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of());
         var routing = new OutboxRouting(List.of("public.outbox"), outbox, TopicTemplate.parse("outbox.event.${aggregatetype}"));
-        var sink = new KafkaPublisher(this::newProducer, FAST, metrics);
+        var sink = new KafkaPublisher(this::newProducer, FAST, metrics, TopicProbe.NONE);
         return new OutboxBatchHandler(routing, policy, new DeadLetters(DEAD_LETTERS, outbox.columns()), sink, metrics);
     }
 
@@ -150,6 +151,30 @@ class OutboxBatchHandlerTest {
         assertThat(metrics.scrape()).contains("outbox_router_dead_letters_total{reason=\"too_large\",router=\"test\"} 1.0");
     }
 
+    /** A handler whose sink refuses records over 450 bytes before sending (the producer's max.request.size). */
+    private OutboxBatchHandler handlerWithRequestLimit(DeadLetterPolicy policy) {
+        var outbox = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of());
+        var routing = new OutboxRouting(List.of("public.outbox"), outbox, TopicTemplate.parse("outbox.event.${aggregatetype}"));
+        var sink = new KafkaPublisher(this::newProducer, FAST, metrics, TopicProbe.NONE, 450);
+        return new OutboxBatchHandler(routing, policy, new DeadLetters(DEAD_LETTERS, outbox.columns()), sink, metrics);
+    }
+
+    @Test
+    void aRecordOverTheRequestLimitIsDecidedBeforeSendingSoItsDeadLetterKeepsItsPlace() throws Exception {
+        handlerWithRequestLimit(DeadLetterPolicy.DEAD_LETTER).handle(List.of(event("1", "{}"), event("1", "x".repeat(300)), event("1", "{}")));
+        assertThat(acknowledged()).containsExactly("outbox.event.Order:1", DEAD_LETTERS + ":1", "outbox.event.Order:1");
+        assertThat(metrics.scrape()).contains("outbox_router_dead_letters_total{reason=\"too_large\",router=\"test\"} 1.0");
+    }
+
+    @Test
+    void underTheFailPolicyARecordOverTheRequestLimitStopsBeforeAnythingIsSentWithAFixThatWorks() {
+        var handler = handlerWithRequestLimit(DeadLetterPolicy.FAIL);
+        assertThatThrownBy(() -> handler.handle(List.of(event("1", "{}"), event("1", "x".repeat(300)), event("1", "{}"))))
+                .isInstanceOf(UnroutableEventException.class).hasMessageContaining("max.request.size (450)")
+                .hasMessageContaining("set routing.dead-letters.policy to dead-letter").hasMessageContaining("raise kafka.producer max.request.size");
+        assertThat(acknowledged()).as("nothing after it, nor before it, was published").isEmpty();
+    }
+
     @Test
     void aTooLargeRecordUnderTheSkipPolicyIsCountedAsSkipped() throws Exception {
         handler(DeadLetterPolicy.SKIP).handle(List.of(event("2", "x".repeat(200)), event("3", "{}")));
@@ -181,7 +206,8 @@ class OutboxBatchHandlerTest {
         failingProducers = Integer.MAX_VALUE;
         var outbox = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of());
         var routing = new OutboxRouting(List.of("public.outbox"), outbox, TopicTemplate.parse("t"));
-        var sink = new KafkaPublisher(this::newProducer, new Retry(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(50)), metrics);
+        var sink = new KafkaPublisher(this::newProducer, new Retry(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(50)), metrics,
+                TopicProbe.NONE);
         var handler = new OutboxBatchHandler(routing, DeadLetterPolicy.DEAD_LETTER, new DeadLetters(DEAD_LETTERS, outbox.columns()), sink, metrics);
         assertThatThrownBy(() -> handler.handle(List.of(event("1", "{}")))).isInstanceOf(Retry.GaveUpException.class)
                 .hasMessageContaining("giving up after").hasMessageContaining("broker unreachable");
