@@ -187,7 +187,9 @@ final class BinlogSource implements Source {
         long records = SchemaHistoryTable.count(history);
         if (records > 0) {
             return Optional.of(new Drift("router " + config.name() + " has no stored position in " + table + ", yet its schema history in "
-                    + history.table() + " has " + records + " records: the offsets table was dropped or truncated while the router was stopped",
+                    + history.table() + " has " + records + " records: the offsets table was dropped or truncated while the router was "
+                    + "stopped, or its first run stopped before it stored a position. To publish from a known position instead, "
+                    + "run `offsets set --position <a source.position header>`",
                     fromNow + "since the router last ran" + replay));
         }
         return Optional.empty();

@@ -17,15 +17,17 @@ import java.util.Optional;
  */
 public final class RouterLock implements AutoCloseable {
     /** How long the server keeps a lock whose client went silent (a lost host, a paused VM) before a standby may take it. */
-    static final int DEAD_SESSION_SECONDS = 15;
+    public static final int DEAD_SESSION_SECONDS = 15;
     private static final int CHECK_TIMEOUT_SECONDS = 2;
 
     private final Connection connection;
     private final String description;
     private final SqlDialect dialect;
     private final String routerName;
+    private final long session;
 
-    private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName) {
+    private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName, long session) {
+        this.session = session;
         this.connection = connection;
         this.description = description;
         this.dialect = dialect;
@@ -55,7 +57,7 @@ public final class RouterLock implements AutoCloseable {
                     Object got = rs.getObject(1);
                     if (Boolean.TRUE.equals(got) || got instanceof Number n && n.intValue() == 1) {
                         dialect.expireDeadSession(c, DEAD_SESSION_SECONDS);
-                        return Optional.of(new RouterLock(c, describe(settings), dialect, settings.routerName()));
+                        return Optional.of(new RouterLock(c, describe(settings), dialect, settings.routerName(), sessionId(c, dialect)));
                     }
                 }
             }
@@ -103,6 +105,39 @@ public final class RouterLock implements AutoCloseable {
             }
         } catch (SQLException e) {
             return sessionGone(e) ? LockState.LOST : LockState.UNKNOWN;
+        }
+    }
+
+    /** The server's id of the session that holds the lock (a backend pid, a connection id). */
+    public long session() {
+        return session;
+    }
+
+    /**
+     * The server's id of the session that holds a router's lock now, or 0 when none does: after a lost lock, tells the
+     * process's own old session (not yet dropped by the server) from another process.
+     */
+    public static long holder(OffsetTableSettings settings) throws SQLException {
+        SqlDialect dialect = SqlDialect.of(settings.url());
+        String sql = dialect == SqlDialect.POSTGRES
+                ? "SELECT COALESCE(MIN(pid), 0) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+                        + "(SELECT oid FROM pg_database WHERE datname = current_database()) AND ((classid::bigint << 32) | objid::bigint) = ?"
+                : "SELECT COALESCE(IS_USED_LOCK(?), 0)";
+        try (var c = settings.connection().open(dialect.timeouts()); var ps = c.prepareStatement(sql)) {
+            if (dialect == SqlDialect.POSTGRES) {
+                ps.setLong(1, postgresKey(settings.routerName()));
+            } else {
+                ps.setString(1, mysqlName(settings.routerName()));
+            }
+            try (var rs = ps.executeQuery()) {
+                return rs.next() ? rs.getLong(1) : 0;
+            }
+        }
+    }
+
+    private static long sessionId(Connection c, SqlDialect dialect) throws SQLException {
+        try (var st = c.createStatement(); var rs = st.executeQuery(dialect == SqlDialect.POSTGRES ? "SELECT pg_backend_pid()" : "SELECT CONNECTION_ID()")) {
+            return rs.next() ? rs.getLong(1) : 0;
         }
     }
 

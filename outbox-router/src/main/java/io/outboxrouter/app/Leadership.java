@@ -6,6 +6,7 @@ import io.outboxrouter.retry.Retry;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -49,6 +50,9 @@ final class Leadership implements AutoCloseable {
     private volatile boolean watching = true;
     /** Lock checks in a row that got no answer; a few in a row count as a lost lock. */
     private int unanswered;
+    /** After a lost lock: the server's id of the lost session, and when it was lost. */
+    private long lostSession;
+    private long lostAt;
     private volatile String waitingFor;
     private ScheduledFuture<?> check;
     private long outageSince;
@@ -107,12 +111,21 @@ final class Leadership implements AutoCloseable {
             acquired.close();
             throw e;
         }
-        check = timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            check = timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // the router is stopping: it closes the engine just started
+        }
     }
 
     private void schedule(boolean afterLoss) {
-        if (!closed) {
+        if (closed || !watching) {
+            return;
+        }
+        try {
             timer.schedule(() -> retake(afterLoss), backoffMillis, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // the router is stopping
         }
     }
 
@@ -136,6 +149,10 @@ final class Leadership implements AutoCloseable {
             return;
         }
         if (acquired.isEmpty()) {
+            if (afterLoss && oldSessionStillHolds()) {
+                schedule(true); // the server has not dropped our own silent session yet: it will
+                return;
+            }
             if (afterLoss) {
                 listener.failed(new IllegalStateException("another process took " + RouterLock.describe(settings)
                         + " over while this one had lost its lock; this one stops"));
@@ -156,6 +173,24 @@ final class Leadership implements AutoCloseable {
             } catch (RuntimeException e) {
                 listener.failed(e); // a setup error stops a standby as it stops a router at start
             }
+        }
+    }
+
+    /** Whether the lock is still held by this process's lost session, within the time the server takes to drop it. */
+    private boolean oldSessionStillHolds() {
+        if (System.nanoTime() - lostAt > Duration.ofSeconds(RouterLock.DEAD_SESSION_SECONDS + 15L).toNanos()) {
+            return false;
+        }
+        try {
+            long holder = RouterLock.holder(settings);
+            if (holder == lostSession) {
+                LOG.info("{}: the lock is still held by this process's lost session {}; waiting for the server to drop it",
+                        RouterLock.describe(settings), holder);
+                return true;
+            }
+            return false;
+        } catch (SQLException e) {
+            return true; // cannot tell yet: ask again
         }
     }
 
@@ -200,6 +235,8 @@ final class Leadership implements AutoCloseable {
             lock = null;
             check.cancel(false);
         }
+        lostSession = held.session();
+        lostAt = System.nanoTime();
         held.close();
         LOG.warn("Lost the lock of {} (its database session ended or was killed): stopping the stream at once", held.description());
         listener.lost("lost the lock of " + held.description());

@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -31,6 +32,12 @@ import org.apache.kafka.common.header.internals.RecordHeader;
  */
 public final class Replay {
     private static final int CHUNK = 1000;
+    /** MySQL Connector/J reads a whole result set into memory unless told to use a server-side cursor. */
+    private static final Properties CURSOR = new Properties();
+
+    static {
+        CURSOR.setProperty("useCursorFetch", "true");
+    }
 
     /** Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set. */
     public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn) {
@@ -75,7 +82,8 @@ public final class Replay {
         var chunk = new ArrayList<ProducerRecord<byte[], byte[]>>(CHUNK);
         var untimed = tablesWithoutTimeColumn(filter);
         for (String table : config.source().tables()) {
-            try (var c = config.source().connection().open()) {
+            var connection = config.source().connection();
+            try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
                 c.setAutoCommit(false); // a Postgres cursor streams only inside a transaction
                 try (var ps = c.prepareStatement(sql(table, filter, !untimed.contains(table)))) {
                     ps.setFetchSize(CHUNK);

@@ -132,8 +132,8 @@ public final class Router implements AutoCloseable {
             activatedBefore = true;
             engine = started;
             started.completion().whenComplete((v, e) -> {
-                if (engine != started) {
-                    return; // an engine stopped because the lock was lost: the router goes on
+                if (engine != started || closed) {
+                    return; // stopped because the lock was lost (the router goes on), or because the router stops
                 }
                 if (e == null) {
                     completion.complete(null);

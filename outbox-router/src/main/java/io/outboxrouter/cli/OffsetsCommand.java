@@ -102,6 +102,7 @@ final class OffsetsCommand {
             }
             try (lock; var table = open(c)) {
                 table.createIfMissing();
+                table.nextFence(c.name()); // a process that held the router before cannot write over this position
                 var stored = table.read(c.name());
                 Map<String, String> entries;
                 try {
@@ -147,6 +148,7 @@ final class OffsetsCommand {
             }
             try (lock; var table = open(c)) {
                 table.createIfMissing();
+                table.nextFence(c.name()); // a process that held the router before cannot write a position back
                 int stored = table.read(c.name()).size();
                 Source.of(c).resetPosition(table, c.name());
                 System.out.println("router " + c.name() + ": deleted " + stored + " stored position(s); the next start begins as "

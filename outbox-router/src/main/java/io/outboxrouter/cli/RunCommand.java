@@ -66,7 +66,8 @@ final class RunCommand implements Callable<Integer> {
         }
         var drained = new CompletableFuture<Void>();
         try {
-            if (!router.awaitStreaming(Duration.ofSeconds(60)) && !router.completion().isDone()) {
+            if (!awaitStreamingOrStop(router, stopRequested, Duration.ofSeconds(60)) && !router.completion().isDone()
+                    && !stopRequested.isDone()) {
                 System.err.println(router.isActive() ? "outbox-router: not streaming yet after 60 s; still trying (see the log)"
                         : "the database".equals(router.waitingFor()) ? "outbox-router: waiting for the database (see the log); "
                         + "it streams once the database answers"
@@ -107,6 +108,17 @@ final class RunCommand implements Callable<Integer> {
             return fail("stopped on an error: " + Failures.explain(e.getCause())
                     + ". Fix the cause and start it again: it resumes from its stored offset, nothing is lost");
         }
+    }
+
+    /** Waits for the stream in short steps, so that SIGTERM is heeded while a standby waits or a start is slow. */
+    private static boolean awaitStreamingOrStop(Router router, CompletableFuture<String> stop, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline && !stop.isDone() && !router.completion().isDone()) {
+            if (router.awaitStreaming(Duration.ofMillis(500))) {
+                return true;
+            }
+        }
+        return router.isStreaming();
     }
 
     private static int fail(String message) {
