@@ -50,21 +50,6 @@ public final class RouterConfigLoader {
     private static final Map<String, String> FIXED_PRODUCER = Map.of(
             "acks", "all", "enable.idempotence", "true");
     private static final Set<String> OWNED_PRODUCER = Set.of("key.serializer", "value.serializer", "bootstrap.servers");
-    /**
-     * Pass-through keys that would break a guarantee, with why (a key ending in '*' covers every key it starts). Refused,
-     * never quietly overridden: the user must learn that the setting has no effect.
-     */
-    private static final Map<String, String> DEBEZIUM_REFUSED = Map.of(
-            "provide.transaction.metadata", "is set by the router: offsets are stored only at transaction ends, which it needs",
-            "topic.prefix", "is set by the router to its name, which names the offsets and the connector's metrics",
-            "offset.storage*", "is set by the router: offsets live in its offsets table (offsets.table, offsets.url)",
-            "snapshot.mode", "conflicts with source.snapshot; set that instead",
-            "name", "is set by the router to its name",
-            "connector.class", "follows source.kind");
-    private static final Map<String, String> PRODUCER_REFUSED = Map.of(
-            "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
-            "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
-            "transactional.id", "is not supported: delivery is at-least-once with an idempotent producer");
 
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
@@ -121,7 +106,7 @@ public final class RouterConfigLoader {
         var offsets = offsets(top.child("offsets"));
         var http = http(top.child("http"));
         var debezium = top.stringMap("debezium");
-        debezium.keySet().forEach(k -> refusedPassThrough(k, DEBEZIUM_REFUSED).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
+        debezium.keySet().forEach(k -> PassThroughKeys.refusedDebezium(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
     }
 
@@ -234,18 +219,6 @@ public final class RouterConfigLoader {
         return new RoutingConfig(topic, new DeadLetters(policy, dlTopic));
     }
 
-    /** Why a pass-through key is refused, or empty when it may be set. */
-    private static Optional<String> refusedPassThrough(String key, Map<String, String> refused) {
-        for (var e : refused.entrySet()) {
-            boolean prefix = e.getKey().endsWith("*");
-            String k = prefix ? e.getKey().substring(0, e.getKey().length() - 1) : e.getKey();
-            if (prefix ? key.startsWith(k) : key.equals(k)) {
-                return Optional.of(e.getValue() + "; remove it");
-            }
-        }
-        return Optional.empty();
-    }
-
     /** Placeholders a template may use: the logical field names and every column the config names. */
     public static Set<String> knownPlaceholders(OutboxConfig outbox) {
         var known = new LinkedHashSet<String>(Columns.LOGICAL_FIELDS);
@@ -263,7 +236,7 @@ public final class RouterConfigLoader {
                 n.problem(n.key("producer." + k), "must be " + fixed
                         + ": ordered at-least-once delivery depends on it (was \"" + v + "\")");
             }
-            refusedPassThrough(k, PRODUCER_REFUSED).ifPresent(why -> n.problem(n.key("producer." + k), why));
+            PassThroughKeys.refusedProducer(k).ifPresent(why -> n.problem(n.key("producer." + k), why));
             if (OWNED_PRODUCER.contains(k)) {
                 n.problem(n.key("producer." + k), "is set by the router; remove it"
                         + (k.equals("bootstrap.servers") ? " and use kafka.bootstrap-servers" : ""));

@@ -1,0 +1,48 @@
+package io.outboxrouter.config;
+
+import java.util.Map;
+import java.util.Optional;
+
+/** The pass-through keys ({@code debezium.*}, {@code kafka.producer.*}) the router refuses, each with why. */
+final class PassThroughKeys {
+    /**
+     * Pass-through keys that would break a guarantee, with why (a key ending in '*' covers every key it starts). Refused,
+     * never quietly overridden: the user must learn that the setting has no effect.
+     */
+    private static final Map<String, String> DEBEZIUM = Map.of(
+            "provide.transaction.metadata", "is set by the router: offsets are stored only at transaction ends, which it needs",
+            "topic.prefix", "is set by the router to its name, which names the offsets and the connector's metrics",
+            "offset.storage*", "is set by the router: offsets live in its offsets table (offsets.table, offsets.url)",
+            "snapshot.mode", "conflicts with source.snapshot; set that instead",
+            "name", "is set by the router to its name",
+            "connector.class", "follows source.kind");
+    private static final Map<String, String> PRODUCER = Map.of(
+            "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
+            "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
+            "transactional.id", "is not supported: delivery is at-least-once with an idempotent producer");
+
+    private PassThroughKeys() {
+    }
+
+    /** Why a {@code debezium.*} key is refused, or empty when it may be set. */
+    static Optional<String> refusedDebezium(String key) {
+        return refused(key, DEBEZIUM);
+    }
+
+    /** Why a {@code kafka.producer.*} key is refused, or empty when it may be set. */
+    static Optional<String> refusedProducer(String key) {
+        return refused(key, PRODUCER);
+    }
+
+    /** Why a pass-through key is refused, or empty when it may be set. */
+    private static Optional<String> refused(String key, Map<String, String> refused) {
+        for (var e : refused.entrySet()) {
+            boolean prefix = e.getKey().endsWith("*");
+            String k = prefix ? e.getKey().substring(0, e.getKey().length() - 1) : e.getKey();
+            if (prefix ? key.startsWith(k) : key.equals(k)) {
+                return Optional.of(e.getValue() + "; remove it");
+            }
+        }
+        return Optional.empty();
+    }
+}
