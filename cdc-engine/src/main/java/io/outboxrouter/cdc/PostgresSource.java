@@ -69,8 +69,7 @@ final class PostgresSource implements Source {
     @Override
     public String position(Struct source) {
         Long lsn = source.getInt64("lsn");
-        return lsn == null ? "lsn:unknown" : "lsn:" + Long.toHexString(lsn >>> 32).toUpperCase() + "/"
-                + Long.toHexString(lsn & 0xFFFFFFFFL).toUpperCase();
+        return lsn == null ? "lsn:unknown" : "lsn:" + formatLsn(lsn);
     }
 
     @Override
@@ -115,13 +114,24 @@ final class PostgresSource implements Source {
         }
         String table = config.offsets().table();
         if (!slotExists && (!stored.isEmpty() || stored.storedBefore())) {
-            String at = storedLsn(stored);
+            String at = storedLsn(stored) == null ? null : formatLsn(storedLsn(stored));
             return Optional.of(new Drift("replication slot " + pg.slot() + " does not exist, but router " + config.name()
                     + (at == null ? " stored a position in " + table + " before" : " stored position " + at + " in " + table)
                     + ": the slot was dropped while the router was stopped, or this server is a replica or a restore without it",
                     "start from a new slot at the current WAL position " + current + ": the events committed "
                             + (at == null ? "since the router last ran" : "between " + at + " and " + current)
                             + " are not published (publish the rows still in the outbox table again with `replay`)"));
+        }
+        Long storedAt = storedLsn(stored);
+        if (slotExists && storedAt != null && confirmed != null && parseLsn(confirmed) > storedAt) {
+            // The slot is only ever confirmed up to a position stored here first: a slot ahead of it was created again
+            // (dropped and re-created by hand, another tool's slot of the same name) or the offsets table was restored.
+            return Optional.of(new Drift("replication slot " + pg.slot() + " is at " + confirmed + ", ahead of router "
+                    + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table + ": the slot was dropped "
+                    + "and created again, or " + table + " was restored from an older backup; the changes between the two "
+                    + "are no longer in the slot",
+                    "resume from the slot at " + confirmed + ": the events committed between " + formatLsn(storedAt) + " and "
+                            + confirmed + " are not published (publish the rows still in the outbox table again with `replay`)"));
         }
         if (slotExists && stored.isEmpty()) {
             // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
@@ -133,18 +143,38 @@ final class PostgresSource implements Source {
         return Optional.empty();
     }
 
-    /** The LSN of a stored Debezium Postgres offset, as Postgres prints it; null when unreadable. */
-    private static String storedLsn(StoredPosition stored) {
+    /**
+     * The furthest LSN of a stored Debezium Postgres offset ({@code lsn}, {@code lsn_proc}, {@code lsn_commit}): the slot is
+     * confirmed to {@code lsn_commit} (or {@code lsn_proc}) after the offset is stored, never beyond. Null when unreadable.
+     */
+    private static Long storedLsn(StoredPosition stored) {
         if (stored.value() == null) {
             return null;
         }
         try {
-            var lsn = JSON.readTree(stored.value()).path("lsn");
-            return lsn.canConvertToLong() ? Long.toHexString(lsn.asLong() >>> 32).toUpperCase() + "/"
-                    + Long.toHexString(lsn.asLong() & 0xFFFFFFFFL).toUpperCase() : null;
+            var offset = JSON.readTree(stored.value());
+            Long max = null;
+            for (String key : List.of("lsn", "lsn_proc", "lsn_commit")) {
+                var lsn = offset.path(key);
+                if (lsn.canConvertToLong() && (max == null || Long.compareUnsigned(lsn.asLong(), max) > 0)) {
+                    max = lsn.asLong();
+                }
+            }
+            return max;
         } catch (IOException e) {
             return null;
         }
+    }
+
+    /** An LSN as Postgres prints it, {@code 0/16B3748}. */
+    static String formatLsn(long lsn) {
+        return Long.toHexString(lsn >>> 32).toUpperCase() + "/" + Long.toHexString(lsn & 0xFFFFFFFFL).toUpperCase();
+    }
+
+    /** An LSN as Postgres prints it, read back. */
+    static long parseLsn(String text) {
+        int slash = text.indexOf('/');
+        return (Long.parseLong(text.substring(0, slash), 16) << 32) | Long.parseLong(text.substring(slash + 1), 16);
     }
 
     @Override

@@ -98,6 +98,42 @@ class PostgresDriftIT {
     }
 
     @Test
+    void aSlotDroppedAndCreatedAgainWhileStoppedIsRefusedAsAheadOfTheStoredPosition() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("slotnew"));
+        String topics = OutboxContract.unique("slotnew");
+        String name = OutboxContract.unique("slotnew-router");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, name.replace('_', '-'), topics));
+        var config = RouterConfigLoader.load(file, Map.of());
+        String slot = config.source().postgres().slot();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 1));
+            // A clean restart is not a drift: the slot is never confirmed beyond the stored position.
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 2));
+            db.execute("SELECT pg_drop_replication_slot('" + slot + "')");
+            var lost = TestEvent.of("Order", "o-1", 3); // between the two slots: in neither
+            try (var c = db.connect()) {
+                db.insert(c, lost);
+                c.commit();
+            }
+            db.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("replication slot " + slot + " is at ")
+                    .hasMessageContaining("ahead of router").hasMessageContaining("--accept-gap");
+            assertThat(check(file)).contains("FAIL  stored position: replication slot " + slot + " is at ");
+
+            var after = TestEvent.of("Order", "o-1", 4);
+            try (var router = Router.start(config, true); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
+
+    @Test
     void offsetsDeletedOrTruncatedWhileTheSlotRemainsResumeFromTheSlotAndLoseNothing() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("offsetsgone"));
         String topics = OutboxContract.unique("offsetsgone");
