@@ -2,6 +2,7 @@ package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetTable;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
@@ -102,4 +103,12 @@ public sealed interface Source permits PostgresSource, BinlogSource {
 
     /** An SQL expression that reads {@code column} as text, for comparisons with a string parameter. */
     String asText(String column);
+
+    /**
+     * SQL expressions that order a table's rows by the commit of the transaction that wrote them, when the server keeps
+     * what that takes (Postgres with {@code track_commit_timestamp = on}); empty when it does not.
+     */
+    default List<String> commitOrder(Connection c) throws SQLException {
+        return List.of();
+    }
 }

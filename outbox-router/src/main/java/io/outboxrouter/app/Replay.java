@@ -8,6 +8,7 @@ import io.outboxrouter.retry.Retry;
 import io.outboxrouter.routing.OutboxRouting;
 import io.outboxrouter.routing.RoutingResult;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -27,8 +28,9 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 /**
  * Publishes again the outbox rows still in the table that match a filter, through the same routing as the stream, each
  * marked with a {@code replayed} header; the way Postgres users replay, since a slot cannot rewind. Rows are read with
- * a cursor and sent in chunks, so a large table is never held in memory. Order: by the time column, then by event id;
- * rows without the time column in table order.
+ * a cursor and sent in chunks, so a large table is never held in memory. Order, table by table ({@link #order}): the
+ * {@code --order-by} columns when given; else the order of commit where the server keeps it (Postgres with
+ * {@code track_commit_timestamp}), then the time column; else the time column; event id last.
  */
 public final class Replay {
     private static final int CHUNK = 1000;
@@ -39,8 +41,16 @@ public final class Replay {
         CURSOR.setProperty("useCursorFetch", "true");
     }
 
-    /** Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set. */
-    public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn) {
+    /**
+     * Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set;
+     * {@code orderBy} (may be empty) replaces the default order.
+     */
+    public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
+            List<String> orderBy) {
+    }
+
+    /** How one table's rows are ordered: the SQL, and the same for the operator. */
+    public record Order(List<String> sql, String description) {
     }
 
     /** What a replay did: records published (or that would be, on a dry run), and rows that cannot be routed. */
@@ -68,6 +78,41 @@ public final class Replay {
         return without;
     }
 
+    /** The order a table's rows are replayed in; see the class comment. */
+    public Order order(String table, Filter filter) throws SQLException {
+        try (var c = config.source().connection().open()) {
+            return order(c, table, filter);
+        }
+    }
+
+    private Order order(Connection c, String table, Filter filter) throws SQLException {
+        String id = config.outbox().columns().id();
+        if (!filter.orderBy().isEmpty()) {
+            var sql = new ArrayList<>(filter.orderBy());
+            sql.add(id);
+            return new Order(sql, "by " + String.join(", ", filter.orderBy()) + " (--order-by), then " + id);
+        }
+        boolean timed = source.columns(table).contains(filter.timeColumn());
+        var sql = new ArrayList<>(source.commitOrder(c));
+        if (timed) {
+            sql.add(filter.timeColumn());
+        }
+        sql.add(id);
+        String then = (timed ? filter.timeColumn() + ", then " : "") + id;
+        if (sql.size() > (timed ? 2 : 1)) {
+            return new Order(sql, "in commit order (track_commit_timestamp), rows of one transaction by " + then);
+        }
+        return new Order(sql, "by " + then + ": the order of commit only for transactions that do not overlap; for commit "
+                + "order" + (config.source().kind().isBinlog() ? "" : " turn track_commit_timestamp on, or")
+                + " pass --order-by with a column that grows with each insert (bigserial, AUTO_INCREMENT)");
+    }
+
+    /** The columns of {@code orderBy} that a table lacks. */
+    public List<String> missingOrderColumns(String table, Filter filter) throws SQLException {
+        var columns = source.columns(table);
+        return filter.orderBy().stream().filter(col -> !columns.contains(col)).toList();
+    }
+
     /**
      * Publishes the matching rows to {@code sink}, or with no sink only counts them (a dry run).
      *
@@ -80,12 +125,11 @@ public final class Replay {
         long published = 0;
         long refusals = 0;
         var chunk = new ArrayList<ProducerRecord<byte[], byte[]>>(CHUNK);
-        var untimed = tablesWithoutTimeColumn(filter);
         for (String table : config.source().tables()) {
             var connection = config.source().connection();
             try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
                 c.setAutoCommit(false); // a Postgres cursor streams only inside a transaction
-                try (var ps = c.prepareStatement(sql(table, filter, !untimed.contains(table)))) {
+                try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter)))) {
                     ps.setFetchSize(CHUNK);
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
@@ -127,7 +171,7 @@ public final class Replay {
         chunk.clear();
     }
 
-    private String sql(String table, Filter f, boolean timed) {
+    private String sql(String table, Filter f, Order order) {
         var cols = config.outbox().columns();
         var where = new ArrayList<String>();
         if (f.since() != null) {
@@ -146,7 +190,7 @@ public final class Replay {
             where.add(source.asText(cols.id()) + " = ?");
         }
         return "SELECT * FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
-                + (timed ? " ORDER BY " + f.timeColumn() + ", " + cols.id() : "");
+                + " ORDER BY " + String.join(", ", order.sql());
     }
 
     private static void bind(PreparedStatement ps, Filter f) throws SQLException {

@@ -6,6 +6,8 @@ import io.outboxrouter.metrics.RouterListener;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,7 +25,10 @@ import picocli.CommandLine.Option;
 @Command(name = "replay", mixinStandardHelpOptions = true,
         description = {"Publishes again the outbox rows still in the table that match the filters, "
                 + "each with the header replayed=true. Rows deleted after publishing cannot be replayed.",
-                "Order: by the time column (--time-column), then by event id; read and sent in chunks of 1,000 rows.",
+                "Order, table by table: the --order-by columns when given; else the order of commit where the server "
+                        + "keeps it (Postgres with track_commit_timestamp = on), rows of one transaction by the time column; "
+                        + "else by the time column (--time-column), which is commit order only for transactions that do not "
+                        + "overlap; event id last. The order used is printed. Read and sent in chunks of 1,000 rows.",
                 "--dry-run counts and lists them without publishing."})
 final class ReplayCommand implements Callable<Integer> {
     private static final Pattern COLUMN = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -51,6 +56,11 @@ final class ReplayCommand implements Callable<Integer> {
             description = "The column that orders and filters by time (default: ${DEFAULT-VALUE}).")
     String timeColumn;
 
+    @Option(names = "--order-by", paramLabel = "COLUMN", split = ",",
+            description = "Order by these columns (then event id) instead: a column that grows with each insert (bigserial, "
+                    + "AUTO_INCREMENT) gives commit order per aggregate when writes to one aggregate are serialized.")
+    List<String> orderBy = List.of();
+
     @Option(names = "--dry-run", description = "Count and list the rows; publish nothing.")
     boolean dryRun;
 
@@ -60,19 +70,31 @@ final class ReplayCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        if (!COLUMN.matcher(timeColumn).matches()) {
-            System.err.println("outbox-router: --time-column must be a column name (was \"" + timeColumn + "\")");
-            return Main.EXIT_USAGE;
+        for (String column : concat(timeColumn, orderBy)) {
+            if (!COLUMN.matcher(column).matches()) {
+                System.err.println("outbox-router: " + (column.equals(timeColumn) ? "--time-column" : "--order-by")
+                        + " must be a column name (was \"" + column + "\")");
+                return Main.EXIT_USAGE;
+            }
         }
-        var filter = new Replay.Filter(since, until, aggregateType, aggregateId, id, timeColumn);
+        var filter = new Replay.Filter(since, until, aggregateType, aggregateId, id, timeColumn, orderBy);
         var replay = new Replay(c);
+        for (String table : c.source().tables()) {
+            var missing = replay.missingOrderColumns(table, filter);
+            if (!missing.isEmpty()) {
+                System.err.println("outbox-router: table " + table + " has no column " + String.join(", ", missing) + " to order by (--order-by)");
+                return Main.EXIT_USAGE;
+            }
+        }
         for (String table : replay.tablesWithoutTimeColumn(filter)) {
             if (since != null || until != null) {
                 System.err.println("outbox-router: table " + table + " has no column " + timeColumn
                         + " to filter by time; name another with --time-column");
                 return Main.EXIT_USAGE;
             }
-            System.err.println("outbox-router: table " + table + " has no column " + timeColumn + "; its rows are replayed in table order");
+        }
+        for (String table : c.source().tables()) {
+            System.err.println("outbox-router: " + table + " is replayed " + replay.order(table, filter).description());
         }
         Consumer<String> rejected = reason -> System.err.println("outbox-router: not replayable: " + reason);
         if (dryRun) {
@@ -97,6 +119,12 @@ final class ReplayCommand implements Callable<Integer> {
         System.out.println(result.published() + " event(s) published again"
                 + (result.rejected() > 0 ? "; " + result.rejected() + " cannot be routed" : "") + ".");
         return result.rejected() > 0 ? Main.EXIT_FAILED : 0;
+    }
+
+    private static List<String> concat(String first, List<String> rest) {
+        var all = new ArrayList<String>(rest);
+        all.add(0, first);
+        return all;
     }
 
     private static String header(ProducerRecord<byte[], byte[]> r, String name) {

@@ -269,6 +269,42 @@ class PostgresRouterBehaviourIT {
     }
 
     @Test
+    void replayFollowsTheOrderOfCommitNotOfTheTransactionsStartTime() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("replayorder"));
+        String topics = unique("replayorder");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, unique("replayorder-router").replace('_', '-'), topics, "", 0));
+        var first = TestEvent.of("Order", "o-1", 1);
+        var second = TestEvent.of("Order", "o-1", 2);
+        try (var early = db.connect(); var late = db.connect()) {
+            db.insert(early, second); // created_at = now() = this transaction's start: before first's
+            Thread.sleep(20);
+            db.insert(late, first);
+            late.commit();
+            early.commit(); // ... but committed after it
+        }
+        var err = new java.io.ByteArrayOutputStream();
+        var old = System.err;
+        System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+        int exit;
+        int missing;
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            try {
+                exit = new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute("replay", "--config", file.toString());
+                missing = new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute("replay", "--config", file.toString(),
+                        "--order-by", "seq");
+            } finally {
+                System.setErr(old);
+            }
+            assertThat(exit).isZero();
+            kafka.awaitIds(Set.of(first.id(), second.id()), Duration.ofSeconds(30));
+            assertThat(kafka.settle(Duration.ofMillis(500))).extracting(KafkaEvents.Received::id).containsExactly(first.id(), second.id());
+        }
+        assertThat(err.toString()).contains("public.outbox is replayed in commit order (track_commit_timestamp)");
+        assertThat(missing).isEqualTo(2);
+        assertThat(err.toString()).contains("table public.outbox has no column seq to order by (--order-by)");
+    }
+
+    @Test
     void theFailPolicyStopsTheRouterWithOneClearLineAndTheRowIsReadAgain() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("fail"));
         db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");

@@ -53,6 +53,7 @@ public final class PostgresServer implements DatabaseServer {
                     // zonky defaults to synchronous_commit=off; then the walsender ships WAL only on the WAL
                     // writer's 200 ms cycle and commit-to-Kafka latency grows by that much. Production runs "on".
                     .setServerConfig("synchronous_commit", "on")
+                    .setServerConfig("track_commit_timestamp", "on") // replay in commit order
                     .setServerConfig("fsync", "off")
                     .setServerConfig("full_page_writes", "off")
                     .start();
