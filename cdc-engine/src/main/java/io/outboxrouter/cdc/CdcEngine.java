@@ -48,6 +48,8 @@ public final class CdcEngine implements AutoCloseable {
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final BatchConsumer consumer;
     private final String instance = UUID.randomUUID().toString();
+    /** Set (under this engine's lock) once the connector runs; until then a stop only interrupts the wait before it. */
+    private boolean running;
 
     private CdcEngine(RouterConfig config, Source source, ChangeHandler handler, long fence) {
         this.name = config.name();
@@ -97,8 +99,29 @@ public final class CdcEngine implements AutoCloseable {
         source.prepare();
         PositionCheck.verify(config, source, acceptGap);
         var engine = new CdcEngine(config, source, handler, fence);
-        engine.thread.execute(engine.engine);
+        engine.thread.execute(engine::run);
         return engine;
+    }
+
+    /** On the engine's thread: waits until the stream is free to read (unless stopped meanwhile), then runs the connector. */
+    private void run() {
+        try {
+            source.awaitStreamFree(name, () -> consumer.stopping);
+        } catch (InterruptedException e) {
+            completion.complete(null); // stopped while waiting
+            return;
+        } catch (RuntimeException e) {
+            completion.completeExceptionally(e);
+            return;
+        }
+        synchronized (this) {
+            if (consumer.stopping) {
+                completion.complete(null);
+                return;
+            }
+            running = true;
+        }
+        engine.run();
     }
 
     /** Whether the connector is connected to the replication stream: only then is a new commit sure to be seen. */
@@ -179,14 +202,33 @@ public final class CdcEngine implements AutoCloseable {
     }
 
     private void stop() {
+        boolean started;
+        synchronized (this) { // with stopping set, run() no longer starts the connector once this says it has not
+            started = running;
+        }
+        if (!started) { // still waiting for the stream to be free
+            thread.shutdownNow();
+            awaitThread();
+            completion.complete(null);
+            return;
+        }
         if (!completion.isDone()) { // a failed engine has already shut itself down
             try {
                 engine.close();
-            } catch (IOException | IllegalStateException e) {
+            } catch (IllegalStateException e) {
+                // Debezium refuses to close while its task starts, and a Postgres task can be starting for a minute
+                // (waiting for its slot to be released): interrupt the start instead, which closes the engine too.
+                LOG.info("Engine {} is still starting; interrupting its start", name);
+                thread.shutdownNow();
+            } catch (IOException e) {
                 LOG.warn("Engine {} did not close cleanly: {}", name, e.getMessage());
             }
         }
         thread.shutdown();
+        awaitThread();
+    }
+
+    private void awaitThread() {
         try {
             if (!thread.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
                 LOG.warn("Engine {} still running after {} s; interrupting it", name, STOP_TIMEOUT.toSeconds());

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import org.apache.kafka.connect.data.Struct;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -176,6 +177,11 @@ final class PostgresSource implements Source {
     static long parseLsn(String text) {
         int slash = text.indexOf('/');
         return (Long.parseLong(text.substring(0, slash), 16) << 32) | Long.parseLong(text.substring(slash + 1), 16);
+    }
+
+    @Override
+    public void awaitStreamFree(String routerName, BooleanSupplier stopping) throws InterruptedException {
+        SlotRelease.await(config.source(), routerName, stopping);
     }
 
     @Override

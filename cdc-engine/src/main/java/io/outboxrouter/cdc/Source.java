@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 import org.apache.kafka.connect.data.Struct;
@@ -110,5 +111,14 @@ public sealed interface Source permits PostgresSource, BinlogSource {
      */
     default List<String> commitOrder(Connection c) throws SQLException {
         return List.of();
+    }
+
+    /**
+     * Returns once the stream can be read by this process (Postgres: no other session reads the slot), or once
+     * {@code stopping} is true; runs on the engine's thread before the connector starts.
+     *
+     * @throws SourceSetupException when another reader keeps the stream past the server's own timeout
+     */
+    default void awaitStreamFree(String routerName, BooleanSupplier stopping) throws InterruptedException {
     }
 }

@@ -143,4 +143,61 @@ class PostgresOutageIT {
             assertThat(config.name()).isEqualTo(standbyConfig.name());
         }
     }
+
+    @Test
+    void aStopWhileTheEngineWaitsForItsSlotDoesNotWaitOutTheRetriesNorLeaveAReaderBehind() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("stopstart"));
+        String topics = OutboxContract.unique("stopstart");
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("stopstart-router").replace('_', '-'), topics, 0), Map.of());
+        String slot = config.source().postgres().slot();
+        try (var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+        }
+        var props = new java.util.Properties();
+        props.setProperty("user", io.outboxrouter.testing.PostgresServer.USER);
+        props.setProperty("password", io.outboxrouter.testing.PostgresServer.PASSWORD);
+        props.setProperty("replication", "database");
+        props.setProperty("assumeMinServerVersion", "10");
+        props.setProperty("preferQueryMode", "simple");
+        String url = config.source().connection().url();
+        long stopTook;
+        // Another reader holds the slot: the connector's task retries for a minute (slot.max.retries) while starting.
+        try (var holder = java.sql.DriverManager.getConnection(url, props);
+             var stream = holder.unwrap(org.postgresql.PGConnection.class).getReplicationAPI().replicationStream().logical()
+                     .withSlotName(slot).withSlotOption("proto_version", "1")
+                     .withSlotOption("publication_names", config.source().postgres().publication()).start()) {
+            var router = Router.start(config);
+            Thread.sleep(2000);
+            assertThat(router.isStreaming()).isFalse();
+            long stop = System.nanoTime();
+            router.close();
+            stopTook = (System.nanoTime() - stop) / 1_000_000;
+        }
+        System.out.printf("stop while the engine waited for its slot: %d ms%n", stopTook);
+        // Nothing of the stopped router keeps retrying: once the other reader is gone, the slot stays free ...
+        Thread.sleep(3000);
+        try (var c = db.connect(); var ps = c.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getBoolean(1)).as("slot taken by a reader left behind").isFalse();
+            }
+        }
+        // ... and a router that waits for another reader streams once that reader is gone.
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            Router router;
+            try (var holder = java.sql.DriverManager.getConnection(url, props);
+                 var stream = holder.unwrap(org.postgresql.PGConnection.class).getReplicationAPI().replicationStream().logical()
+                         .withSlotName(slot).withSlotOption("proto_version", "1")
+                         .withSlotOption("publication_names", config.source().postgres().publication()).start()) {
+                router = Router.start(config);
+                Thread.sleep(1000);
+                assertThat(router.isStreaming()).as("ready only once it reads the slot").isFalse();
+            }
+            try (router) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                publishOne(db, kafka, TestEvent.of("Order", "o-1", 1));
+            }
+        }
+    }
 }
