@@ -418,10 +418,72 @@ abstract class OutboxContract {
         }
     }
 
+    // --- 6. Kafka crashes mid-stream ------------------------------------------------------------------------
+
+    @Test
+    void aKafkaCrashMidStreamIsRiddenOutWithNothingLostAndOrderKept() throws Exception {
+        var db = newDatabase(unique("kafkacrash"));
+        String topics = unique("kafkacrash");
+        String name = unique("kafkacrash-router").replace('_', '-');
+        var written = java.util.Collections.synchronizedSet(new HashSet<UUID>());
+        var stopLoad = new AtomicBoolean();
+        ExecutorService load = Executors.newSingleThreadExecutor();
+        try (var broker = io.outboxrouter.testing.KafkaProcess.start(dir.resolve("kafka"))) {
+            var config = RouterConfigLoader.parse(configYaml(db, name, topics, 0).replace(kafka(), broker.bootstrapServers()), Map.of());
+            try (var router = Router.start(config); var kafka = new KafkaEvents(broker.bootstrapServers(), topics + "\\..*")) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                Future<?> writer = load.submit(() -> {
+                    writeSteadily(db, written, stopLoad);
+                    return null;
+                });
+                Thread.sleep(1_500);
+                broker.kill();
+                System.out.printf("kafka crash: SIGKILL of the broker with %d events written%n", written.size());
+                Thread.sleep(3_000); // the load goes on: the router retries, publishes nothing, skips nothing
+                broker.restart();
+                long restarted = System.nanoTime();
+                Thread.sleep(1_000);
+                stopLoad.set(true);
+                writer.get();
+                kafka.awaitIds(Set.copyOf(written), Duration.ofSeconds(120));
+                long caughtUp = System.nanoTime();
+                var received = kafka.settle(Duration.ofSeconds(2));
+                assertThat(router.completion()).as("rode the outage out in-process").isNotDone();
+                long duplicates = received.size() - kafka.receivedIds().size();
+                System.out.printf("kafka crash: %d events written, %d duplicates, caught up %d ms after the broker's restart%n",
+                        written.size(), duplicates, (caughtUp - restarted) / 1_000_000);
+                assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
+                assertOrderPerAggregate(received);
+            }
+        } finally {
+            stopLoad.set(true);
+            load.shutdownNow();
+        }
+    }
+
     /**
      * One writer, so program order is commit order: single-row transactions, multi-statement transactions,
      * 50-row multi-row INSERTs and 500-row bulk loads (COPY), events spread over 100 aggregates.
      */
+    /** About 400 events a second, in transactions of one and of three rows, over 50 aggregates, until stopped. */
+    void writeSteadily(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop) throws SQLException, InterruptedException {
+        var seq = new HashMap<String, Integer>();
+        var random = new Random(1);
+        try (var c = db.connect()) {
+            for (int round = 0; !stop.get(); round++) {
+                var events = new ArrayList<TestEvent>();
+                for (int i = 0; i < (round % 2 == 0 ? 1 : 3); i++) {
+                    String aggregate = "acct-" + random.nextInt(50);
+                    events.add(TestEvent.of("Account", aggregate, seq.merge(aggregate, 1, Integer::sum)));
+                }
+                db.insertMultiRow(c, events);
+                c.commit();
+                events.forEach(e -> written.add(e.id()));
+                Thread.sleep(5);
+            }
+        }
+    }
+
     void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random) throws SQLException, InterruptedException {
         var seq = new HashMap<String, Integer>();
         Function<Integer, List<TestEvent>> next = n -> {
