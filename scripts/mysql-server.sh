@@ -2,7 +2,7 @@
 # A real MySQL server for the integration tests, without Docker.
 #
 # Installs Debian sid's mysql-server (MySQL 9.x) into a chroot with mmdebstrap, once, cached under
-# ${XDG_CACHE_HOME:-$HOME/.cache}/outbox-router/mysql-chroot (about 700 MB; first build about 30 s), then runs
+# ${XDG_CACHE_HOME:-$HOME/.cache}/outbox-router/mysql-chroot (about 470 MB; the first build takes about 50 s), then runs
 # mysqld from it on 127.0.0.1 with a row binlog and GTIDs, on a fresh data directory for every `start`.
 # The chroot shares the host's network and pids: clients outside reach 127.0.0.1:PORT.
 #
@@ -13,6 +13,7 @@
 #   scripts/mysql-server.sh start            fresh server; last stdout lines are OUTBOX_IT_MYSQL_URL/USER/PASSWORD=...
 #   scripts/mysql-server.sh stop [PORT]      stop it and delete its data
 #   scripts/mysql-server.sh restart [PORT]   SIGKILL mysqld (a crash) and start it again on the same data and port
+#   scripts/mysql-server.sh kill [PORT]      SIGKILL mysqld (a crash), keeping its data for a later restart
 #   scripts/mysql-server.sh status [PORT]    say whether it runs (exit 0) or not (exit 1)
 #   scripts/mysql-server.sh url [PORT]       print the OUTBOX_IT_MYSQL_* lines of the running server
 # e.g.  eval "$(scripts/mysql-server.sh start | grep ^OUTBOX_IT_MYSQL_)"
@@ -38,7 +39,10 @@ log() { printf 'mysql-server.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 require_root() {
-    [[ $EUID -eq 0 ]] || die "must run as root: it uses chroot, and mmdebstrap in root mode to build the chroot ($1)"
+    [[ $EUID -eq 0 ]] && return
+    local missing=""
+    command -v mmdebstrap >/dev/null || missing=" (mmdebstrap is missing too: apt-get install mmdebstrap)"
+    die "must run as root: mysqld runs in a chroot, built by mmdebstrap in root mode$missing"
 }
 
 # --- the cached chroot ---------------------------------------------------------------------------------------
@@ -57,11 +61,12 @@ debian_mirror() {
 
 ensure_mmdebstrap() {
     command -v mmdebstrap >/dev/null && return
-    require_root "mmdebstrap is missing: apt-get install mmdebstrap"
     log "installing mmdebstrap with apt-get"
     apt-get install -y mmdebstrap >&2 || { apt-get update >&2 && apt-get install -y mmdebstrap >&2; } \
         || die "could not install mmdebstrap with apt-get"
 }
+
+mysql_version() { sed -n 's/.* Ver \([^ ]*\).*/MySQL \1/p' "$CHROOT/$MARKER"; }
 
 remove_tree() {  # never crosses into another file system (a leftover mount of /dev or /proc)
     rm -rf --one-file-system -- "$1"
@@ -80,8 +85,9 @@ ensure_chroot() {
         for stale in "$CHROOT".tmp.*; do remove_tree "$stale"; done
         tmp="$CHROOT.tmp.$$"
         trap 'remove_tree "$tmp"' EXIT
+        trap 'exit 1' INT TERM HUP   # so that the EXIT trap runs; a SIGKILLed build is removed by the next one
         mirror="$(debian_mirror)"
-        log "building the MySQL chroot in $CHROOT from $mirror (once; about 30 s and 700 MB)"
+        log "building the MySQL chroot in $CHROOT from $mirror (once; about 50 s and 470 MB)"
         started=$SECONDS
         # The sid index on some mirrors is a dated snapshot, which apt would refuse as expired.
         mmdebstrap --variant=apt --include=mysql-server \
@@ -89,10 +95,12 @@ ensure_chroot() {
             --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
             --dpkgopt='path-exclude=/usr/share/locale/*' \
             sid "$tmp" "$mirror" >&2
+        # The package's own data directory (about 190 MB) is never used: every server gets a fresh one.
+        if [[ -d $tmp/var/lib/mysql ]]; then find "$tmp/var/lib/mysql" -mindepth 1 -delete; fi
         chroot "$tmp" /usr/sbin/mysqld --version >"$tmp/$MARKER"
         mv -T "$tmp" "$CHROOT"
         trap - EXIT
-        log "chroot ready in $((SECONDS - started)) s: $(cat "$CHROOT/$MARKER")"
+        log "chroot ready in $((SECONDS - started)) s: $(mysql_version), $(du -sh "$CHROOT" | cut -f1)"
     ) 9>"$CHROOT.lock"
 }
 
@@ -139,6 +147,8 @@ launch() {
     local port=$1 dir
     dir=$(inst_dir "$port")
     mkdir -p "$CHROOT/run/mysqld"
+    # Left by a killed mysqld; a new one refuses to start while the lock names a pid that still exists (a zombie).
+    rm -f "$CHROOT$(socket_of "$port")" "$CHROOT$(socket_of "$port").lock"
     setsid chroot "$CHROOT" /usr/sbin/mysqld --no-defaults --user=root --datadir="$INSTANCES/$port/data" \
         --pid-file="$INSTANCES/$port/mysqld.pid" --port="$port" --bind-address=127.0.0.1 \
         --socket="$(socket_of "$port")" --mysqlx=OFF --server-id=1 --log-bin=binlog --binlog-format=ROW \
@@ -192,16 +202,24 @@ select_port() {
     esac
 }
 
-wait_gone() {  # pid port seconds
-    local deadline=$((SECONDS + $3))
-    while is_our_mysqld "$1" "$2"; do
+# Gone, or a zombie. Not "no longer looks like our mysqld": a dying process loses its root before it exits,
+# and mysqld's socket lock still sees its pid until then.
+is_gone() {
+    local state
+    state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 0
+    [[ $state == [ZX] ]]
+}
+
+wait_gone() {  # pid seconds
+    local deadline=$((SECONDS + $2))
+    until is_gone "$1"; do
         ((SECONDS < deadline)) || return 1
         sleep 0.2
     done
 }
 
 cmd_start() {
-    require_root "chroot"
+    require_root
     ensure_chroot
     local attempt port pid dir
     for attempt in 1 2 3; do
@@ -211,16 +229,16 @@ cmd_start() {
             die "a server already runs on port $port: $0 stop $port"
         fi
         remove_tree "$dir"
-        rm -f "$CHROOT$(socket_of "$port")" "$CHROOT$(socket_of "$port").lock"
         mkdir -p "$dir"
         log "initialising a fresh data directory ($INSTANCES/$port/data in the chroot)"
         in_chroot /usr/sbin/mysqld --no-defaults --initialize-insecure --user=root \
             --datadir="$INSTANCES/$port/data" >"$dir/initialize.log" 2>&1 \
             || { tail -n 25 "$dir/initialize.log" >&2; die "mysqld --initialize-insecure failed"; }
-        log "starting $(cut -d' ' -f2- "$CHROOT/$MARKER") on 127.0.0.1:$port"
+        log "starting $(mysql_version) on 127.0.0.1:$port"
         if pid=$(launch "$port"); then break; fi
         # Someone else took the port between choosing and binding it: try another, unless it was asked for.
         if [[ -z ${MYSQL_PORT:-} ]] && grep -q 'Address already in use' "$dir/mysqld.log"; then
+            log "port $port was taken meanwhile; trying another"
             remove_tree "$dir"; continue
         fi
         remove_tree "$dir"
@@ -239,7 +257,7 @@ cmd_start() {
 }
 
 cmd_stop() {
-    require_root "chroot"
+    require_root
     local port pid
     port=$(select_port "${1:-}")
     pid=$(state_pid "$port")
@@ -247,10 +265,10 @@ cmd_stop() {
         log "stopping mysqld (pid $pid, port $port)"
         in_chroot /usr/bin/mysqladmin --no-defaults --socket="$(socket_of "$port")" -uroot shutdown >/dev/null 2>&1 \
             || kill -TERM "$pid" 2>/dev/null || true
-        if ! wait_gone "$pid" "$port" 60; then
+        if ! wait_gone "$pid" 60; then
             log "mysqld still running after 60 s; killing it"
             kill -KILL "$pid" 2>/dev/null || true
-            wait_gone "$pid" "$port" 10 || die "could not stop mysqld pid $pid"
+            wait_gone "$pid" 10 || die "could not stop mysqld pid $pid"
         fi
     else
         log "no mysqld running on port $port; removing its data"
@@ -261,7 +279,7 @@ cmd_stop() {
 }
 
 cmd_restart() {
-    require_root "chroot"
+    require_root
     local port pid
     port=$(select_port "${1:-}")
     [[ -d $(inst_dir "$port")/data ]] || die "no data for port $port: use start"
@@ -269,7 +287,7 @@ cmd_restart() {
     if [[ -n $pid ]] && is_our_mysqld "$pid" "$port"; then
         log "killing mysqld (pid $pid) with SIGKILL"
         kill -KILL "$pid"
-        wait_gone "$pid" "$port" 30 || die "mysqld pid $pid survived SIGKILL"
+        wait_gone "$pid" 30 || die "mysqld pid $pid survived SIGKILL"
     fi
     log "starting mysqld again on the same data directory and port $port"
     pid=$(launch "$port") || die "mysqld failed to restart"
@@ -279,12 +297,26 @@ cmd_restart() {
     env_lines "$port"
 }
 
+cmd_kill() {
+    require_root
+    local port pid
+    port=$(select_port "${1:-}")
+    pid=$(state_pid "$port")
+    if [[ -n $pid ]] && is_our_mysqld "$pid" "$port"; then
+        log "killing mysqld (pid $pid) with SIGKILL; its data stays for: $0 restart $port"
+        kill -KILL "$pid"
+        wait_gone "$pid" 30 || die "mysqld pid $pid survived SIGKILL"
+    else
+        log "no mysqld running on port $port"
+    fi
+}
+
 cmd_status() {
     local port pid
     port=$(select_port "${1:-}")
     pid=$(state_pid "$port")
     if [[ -n $pid ]] && is_our_mysqld "$pid" "$port"; then
-        log "running: pid $pid, 127.0.0.1:$port, $(cut -d' ' -f2- "$CHROOT/$MARKER")"
+        log "running: pid $pid, 127.0.0.1:$port, $(mysql_version)"
     else
         log "not running (port $port)"; return 1
     fi
@@ -300,6 +332,6 @@ cmd_url() {
 CMD=${1:-}
 case $CMD in
     start) cmd_start ;;
-    stop | restart | status | url) shift; "cmd_$CMD" "$@" ;;
+    stop | restart | kill | status | url) shift; "cmd_$CMD" "$@" ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -77,6 +77,11 @@ final class BinlogOutbox implements OutboxDatabase {
     }
 
     @Override
+    public boolean jsonKeptAsWritten() {
+        return !server.kind().equals("mysql"); // MariaDB's JSON is LONGTEXT with a check
+    }
+
+    @Override
     public String outboxTable() {
         return database + ".outbox";
     }

@@ -60,6 +60,16 @@ class CheckCommandIT {
     }
 
     @Test
+    @org.junit.jupiter.api.condition.EnabledIf("io.outboxrouter.it.MySqlOutboxIT#enabled")
+    void aMySqlRouterSetUpRightPassesEveryCheck() throws Exception {
+        var db = new BinlogOutbox(MySqlOutboxIT.server(), OutboxContract.unique("check"));
+        var r = check("name: check-router\n" + db.sourceYaml() + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\n");
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("PASS  binlog_format: binlog_format = ROW", "PASS  binlog_row_image", "PASS  grants",
+                "All checks passed.");
+    }
+
+    @Test
     void everyFailureIsReportedWithItsFixAndExitCodeOne() throws Exception {
         var server = TestServers.postgres();
         String database = server.createDatabase(OutboxContract.unique("checkbad"));

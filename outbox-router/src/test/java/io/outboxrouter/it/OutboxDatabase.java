@@ -13,6 +13,11 @@ interface OutboxDatabase {
     /** The {@code source:} block of a router config for this database. */
     String sourceYaml();
 
+    /** Whether a JSON payload arrives as the text written (MySQL's JSON type keeps a parsed, re-serialized form). */
+    default boolean jsonKeptAsWritten() {
+        return true;
+    }
+
     /** The VALUES tuple of one event: id, aggregatetype, aggregateid, type, payload, with the casts the database needs. */
     String rowPlaceholders();
 

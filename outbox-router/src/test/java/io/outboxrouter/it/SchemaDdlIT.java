@@ -94,4 +94,40 @@ class SchemaDdlIT {
             assertThat(kafka.all().get(0).valueText()).isEqualTo("{\"ok\": true}");
         }
     }
+
+    @Test
+    @org.junit.jupiter.api.condition.EnabledIf("io.outboxrouter.it.MySqlOutboxIT#enabled")
+    void theMySqlTablesStreamAsCreatedAndTheRouterRunsWithTheGrantsPrinted() throws Exception {
+        var server = MySqlOutboxIT.server();
+        String database = OutboxContract.unique("ddl");
+        try (var c = DriverManager.getConnection(server.jdbcUrl(""), server.user(), server.password()); var st = c.createStatement()) {
+            st.execute("CREATE DATABASE " + database);
+        }
+        String topics = OutboxContract.unique("ddl");
+        String role = OutboxContract.unique("ddlrole");
+        String yaml = """
+                name: %s
+                source: { kind: mysql, url: "%s", user: %s, password: "%s", tables: [%s.outbox] }
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(OutboxContract.unique("ddl-router").replace('_', '-'), server.jdbcUrl(database), role,
+                "ddl-secret", database, topics, OutboxContract.kafka());
+        var config = RouterConfigLoader.parse(yaml, Map.of());
+        try (var c = DriverManager.getConnection(server.jdbcUrl(database), server.user(), server.password())) {
+            run(c, SchemaDdl.of(config).tablesSql());
+            run(c, SchemaDdl.of(config).roleSql().replace("'change-me'", "'ddl-secret'"));
+        }
+        var id = UUID.randomUUID();
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = DriverManager.getConnection(server.jdbcUrl(database), server.user(), server.password())) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            try (var st = c.createStatement()) {
+                st.execute("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('" + id
+                        + "', 'Order', 'o-1', 'Placed', '{\"ok\": true}')");
+            }
+            kafka.awaitIds(Set.of(id), Duration.ofSeconds(60));
+            assertThat(kafka.all().get(0).header("aggregatetype")).isEqualTo("Order");
+        }
+    }
 }
