@@ -57,6 +57,9 @@ final class JdbcStore implements AutoCloseable {
         hc.setValidationTimeout(2_000);
         hc.setInitializationFailTimeout(-1);
         hc.setAutoCommit(false);
+        // A write to a database that went silent (a lost host, a network partition) fails in seconds and is retried,
+        // instead of hanging the engine's commit until TCP gives up.
+        hc.setDataSourceProperties(SqlDialect.of(settings.url()).timeouts());
         return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry(), retries);
     }
 

@@ -25,6 +25,8 @@ public final class RouterLock implements AutoCloseable {
     private final SqlDialect dialect;
     private final String routerName;
     private final long session;
+    /** Computed on the first check, from the lock session's database (MySQL/MariaDB only). */
+    private String mysqlLockName;
 
     private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName, long session) {
         this.session = session;
@@ -49,7 +51,7 @@ public final class RouterLock implements AutoCloseable {
                 if (dialect == SqlDialect.POSTGRES) {
                     ps.setLong(1, postgresKey(settings.routerName()));
                 } else {
-                    ps.setString(1, mysqlName(settings.routerName()));
+                    ps.setString(1, mysqlName(c, settings.routerName()));
                 }
                 try (var rs = ps.executeQuery()) {
                     rs.next();
@@ -98,7 +100,10 @@ public final class RouterLock implements AutoCloseable {
             if (dialect == SqlDialect.POSTGRES) {
                 ps.setLong(1, postgresKey(routerName));
             } else {
-                ps.setString(1, mysqlName(routerName));
+                if (mysqlLockName == null) {
+                    mysqlLockName = mysqlName(connection, routerName);
+                }
+                ps.setString(1, mysqlLockName);
             }
             try (var rs = ps.executeQuery()) {
                 return rs.next() && rs.getBoolean(1) ? LockState.HELD : LockState.LOST;
@@ -127,7 +132,7 @@ public final class RouterLock implements AutoCloseable {
             if (dialect == SqlDialect.POSTGRES) {
                 ps.setLong(1, postgresKey(settings.routerName()));
             } else {
-                ps.setString(1, mysqlName(settings.routerName()));
+                ps.setString(1, mysqlName(c, settings.routerName()));
             }
             try (var rs = ps.executeQuery()) {
                 return rs.next() ? rs.getLong(1) : 0;
@@ -180,9 +185,21 @@ public final class RouterLock implements AutoCloseable {
         return ByteBuffer.wrap(sha256("outbox-router:" + routerName)).getLong();
     }
 
-    /** MySQL lock names are at most 64 characters: long router names are shortened to a digest. */
-    static String mysqlName(String routerName) {
-        String name = "outbox-router:" + routerName;
+    /**
+     * The MySQL/MariaDB lock name: {@code GET_LOCK} names are server-wide, while router names are unique per offsets
+     * database (Postgres advisory locks are per database), so the name holds the connection's database too. At most 64
+     * characters: longer names are shortened to a digest.
+     */
+    static String mysqlName(Connection c, String routerName) throws SQLException {
+        String database;
+        try (var st = c.createStatement(); var rs = st.executeQuery("SELECT DATABASE()")) {
+            database = rs.next() && rs.getString(1) != null ? rs.getString(1) : "";
+        }
+        return mysqlName(database, routerName);
+    }
+
+    static String mysqlName(String database, String routerName) {
+        String name = "outbox-router:" + database + "/" + routerName;
         if (name.length() <= 64) {
             return name;
         }

@@ -30,7 +30,7 @@ abstract class OffsetStoreContract {
     /** Starts the server and a database on it for one subclass's tests. */
     static void start(DatabaseServer started) {
         server = started;
-        url = server.jdbcUrl(server.createDatabase("offsets_it"));
+        url = server.jdbcUrl(server.createDatabase("offsets_it_" + Long.toHexString(System.nanoTime()))); // a given server outlives runs
     }
 
     @AfterAll
@@ -61,6 +61,19 @@ abstract class OffsetStoreContract {
     OffsetTableSettings settings(String router, String table, Duration giveUpAfter) {
         return new OffsetTableSettings(router, url(), user(), Secret.of(password()), table,
                 new Retry(Duration.ofMillis(50), Duration.ofMillis(500), giveUpAfter));
+    }
+
+    @Test
+    void theSameRouterNameInAnotherDatabaseHasALockOfItsOwn() throws Exception {
+        String other = server.jdbcUrl(server.createDatabase("offsets_other_" + Long.toHexString(System.nanoTime())));
+        var there = new OffsetTableSettings("orders", other, user(), Secret.of(password()), "offsets",
+                new Retry(Duration.ofMillis(50), Duration.ofMillis(500), Duration.ofSeconds(5)));
+        try (var here = RouterLock.tryAcquire(settings("orders", "offsets", Duration.ofSeconds(5))).orElseThrow();
+             var elsewhere = RouterLock.tryAcquire(there).orElseThrow()) {
+            assertThat(here.check()).isEqualTo(RouterLock.LockState.HELD);
+            assertThat(elsewhere.check()).isEqualTo(RouterLock.LockState.HELD);
+            assertThat(RouterLock.tryAcquire(there)).as("still one process per name and database").isEmpty();
+        }
     }
 
     @Test

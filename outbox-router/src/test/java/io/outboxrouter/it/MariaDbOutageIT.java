@@ -29,7 +29,7 @@ class MariaDbOutageIT {
             kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
 
             long killed = System.nanoTime();
-            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT IS_USED_LOCK('outbox-router:" + name + "')")) {
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT IS_USED_LOCK(CONCAT('outbox-router:', DATABASE(), '/" + name + "'))")) {
                 rs.next();
                 long session = rs.getLong(1);
                 assertThat(session).as("the router's lock session").isPositive();
