@@ -42,6 +42,7 @@ final class ConnectorProperties {
         p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));
         p.setProperty("max.queue.size", Integer.toString(source.maxBatchSize() * 4));
         p.setProperty("tombstones.on.delete", "false");
+        p.setProperty("extended.headers.enabled", "false"); // Debezium's context headers per record: the router reads none
         p.setProperty("decimal.handling.mode", "string");
         p.setProperty("binary.handling.mode", "bytes");
         p.setProperty("include.unknown.datatypes", "true");

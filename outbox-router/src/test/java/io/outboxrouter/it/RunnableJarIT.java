@@ -1,0 +1,26 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.reflect.Modifier;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Path;
+import java.util.jar.JarFile;
+import org.junit.jupiter.api.Test;
+
+/** What the runnable jar carries, as built by the reactor. */
+class RunnableJarIT {
+    private final Path jar = Path.of(System.getProperty("router.jar", "target/outbox-router.jar"));
+
+    @Test
+    void itCarriesOnlyThePatchedSchemaUtilOfTheDbz2492Backport() throws Exception {
+        try (var j = new JarFile(jar.toFile())) {
+            assertThat(j.stream().filter(e -> e.getName().equals("io/debezium/data/SchemaUtil.class")).count()).isEqualTo(1);
+        }
+        try (var loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
+            var writer = Class.forName("io.debezium.data.SchemaUtil$RecordWriter", false, loader);
+            assertThat(Modifier.isStatic(writer.getDeclaredField("OM").getModifiers())).as("one shared ObjectMapper").isTrue();
+        }
+    }
+}
