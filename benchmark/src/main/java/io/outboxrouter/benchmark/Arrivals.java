@@ -10,12 +10,24 @@ final class Arrivals {
     private final AtomicLong count = new AtomicLong();
     private volatile long firstMicros;
     private volatile long lastMicros;
+    /** Kafka's record timestamps (set by the contender's producer), when the events come from Kafka; 0 when unknown. */
+    private final AtomicLong firstProducedMillis = new AtomicLong(Long.MAX_VALUE);
+    private final AtomicLong lastProducedMillis = new AtomicLong();
     final Map<String, Long> byId = new ConcurrentHashMap<>();
 
     /** One event arrived; {@code id} may be null when the contender does not decode it. */
     void arrived(String id, long atMicros) {
+        arrived(id, atMicros, 0);
+    }
+
+    /** One event read from Kafka, with the timestamp its producer gave it. */
+    void arrived(String id, long atMicros, long producedMillis) {
         if (id != null && byId.putIfAbsent(id, atMicros) != null) {
             return; // a duplicate counts once
+        }
+        if (producedMillis > 0) {
+            firstProducedMillis.accumulateAndGet(producedMillis, Math::min);
+            lastProducedMillis.accumulateAndGet(producedMillis, Math::max);
         }
         if (count.incrementAndGet() == 1) {
             firstMicros = atMicros;
@@ -27,8 +39,16 @@ final class Arrivals {
         return count.get();
     }
 
-    /** Events per second between the first and the last arrival. */
+    /**
+     * Events per second: for events read from Kafka, between the first and the last record's producer timestamp (when
+     * the contender produced them, not when a consumer poll happened to return, which counted records produced before
+     * the consumer's first poll without their time); otherwise between the first and the last arrival.
+     */
     double rate() {
+        long produced = lastProducedMillis.get() - firstProducedMillis.get();
+        if (lastProducedMillis.get() > 0 && produced > 0) {
+            return (count.get() - 1) * 1e3 / produced;
+        }
         long span = lastMicros - firstMicros;
         return span <= 0 ? Double.NaN : (count.get() - 1) * 1e6 / span;
     }

@@ -89,4 +89,14 @@ final class BenchDb {
             Benchmark.LOG.warn("Could not drop slot {}: {}", slot, e.getMessage());
         }
     }
+
+    /** Settles the fresh backlog before the drains: vacuum and analyze it, and write dirty pages out. */
+    void vacuum() throws SQLException {
+        try (var c = java.sql.DriverManager.getConnection(url(), server.user(), server.password()); var st = c.createStatement()) {
+            st.execute(postgres ? "VACUUM ANALYZE public.outbox" : "ANALYZE TABLE outbox");
+            if (postgres) {
+                st.execute("CHECKPOINT");
+            }
+        }
+    }
 }

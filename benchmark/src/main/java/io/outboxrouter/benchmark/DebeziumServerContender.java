@@ -20,6 +20,7 @@ import java.util.regex.Pattern;
  */
 final class DebeziumServerContender implements Contender {
     static final String VERSION = "3.6.3.Final";
+    static final String NAME = "Debezium Server " + VERSION.replace(".Final", "") + " + EventRouter";
     private static final String URL = "https://repo.maven.apache.org/maven2/io/debezium/debezium-server-dist/" + VERSION
             + "/debezium-server-dist-" + VERSION + ".tar.gz";
 
@@ -99,7 +100,7 @@ final class DebeziumServerContender implements Contender {
 
     @Override
     public String name() {
-        return "Debezium Server " + VERSION.replace(".Final", "") + " + EventRouter";
+        return NAME;
     }
 
     @Override
@@ -117,6 +118,12 @@ final class DebeziumServerContender implements Contender {
                 "debezium.sink.kafka.producer.value.serializer=org.apache.kafka.common.serialization.StringSerializer",
                 "debezium.sink.kafka.producer.acks=all",
                 "debezium.sink.kafka.producer.enable.idempotence=true",
+                // The router's producer settings and column filter, so that neither side wins by tuning alone.
+                "debezium.sink.kafka.producer.linger.ms=0",
+                "debezium.sink.kafka.producer.batch.size=262144",
+                "debezium.sink.kafka.producer.compression.type=lz4",
+                "debezium.source.column.include.list=public\\.outbox\\.(id|aggregatetype|aggregateid|type|payload)",
+                "debezium.source.tombstones.on.delete=false",
                 "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
                 "debezium.source.offset.storage.file.filename=data/offsets-" + slot + ".dat",
                 "debezium.source.offset.flush.interval.ms=0",

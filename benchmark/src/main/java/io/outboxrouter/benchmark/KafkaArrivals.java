@@ -36,7 +36,7 @@ final class KafkaArrivals implements AutoCloseable {
                     for (var r : records) {
                         var h = r.headers().lastHeader("id");
                         String id = h == null ? r.topic() + "/" + r.partition() + "/" + r.offset() : unquote(new String(h.value(), StandardCharsets.UTF_8));
-                        arrivals.arrived(id, at);
+                        arrivals.arrived(id, at, r.timestampType() == org.apache.kafka.common.record.TimestampType.CREATE_TIME ? r.timestamp() : 0);
                     }
                 }
             }

@@ -20,13 +20,14 @@ final class Plots {
                 .yAxisTitle("events/s").build();
         style(throughput);
         var contenders = new LinkedHashSet<String>();
-        r.throughput.forEach(t -> contenders.add(t.database() + ": " + t.contender()));
+        var medians = r.medians().stream().map(Results.Median::median).toList();
+        medians.forEach(t -> contenders.add(t.database() + ": " + t.contender()));
         for (int size : new int[] {1, 100}) {
             var x = new ArrayList<String>();
             var y = new ArrayList<Double>();
             for (String c : contenders) {
                 x.add(c);
-                y.add(r.throughput.stream().filter(t -> t.txnSize() == size && c.equals(t.database() + ": " + t.contender()))
+                y.add(medians.stream().filter(t -> t.txnSize() == size && c.equals(t.database() + ": " + t.contender()))
                         .mapToDouble(Results.Throughput::eventsPerSecond).findFirst().orElse(0));
             }
             throughput.addSeries(size + "-row transactions", x, y);

@@ -15,6 +15,8 @@ import org.postgresql.replication.PGReplicationStream;
  * messages, confirming its position at every COMMIT. No decoding of the rows, no Kafka.
  */
 final class RawSlotReader implements Contender {
+    static final String NAME = "raw pgjdbc slot reader";
+
     private final BenchDb db;
     private final String slot;
     private final Arrivals arrivals = new Arrivals();
@@ -30,7 +32,7 @@ final class RawSlotReader implements Contender {
 
     @Override
     public String name() {
-        return "raw pgjdbc slot reader";
+        return NAME;
     }
 
     @Override

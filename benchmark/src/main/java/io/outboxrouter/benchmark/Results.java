@@ -2,6 +2,7 @@ package io.outboxrouter.benchmark;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -63,19 +64,54 @@ final class Results {
         return sorted[Math.max(0, Math.min(sorted.length - 1, i))] / 1000.0;
     }
 
+    /** The rounds of one contender on one backlog, reduced to their median (CPU and RSS too), with the spread of the rate. */
+    record Median(Throughput median, double min, double max, int rounds) {
+    }
+
+    List<Median> medians() {
+        var groups = new LinkedHashMap<String, List<Throughput>>();
+        for (var t : throughput) {
+            groups.computeIfAbsent(t.database() + "|" + t.contender() + "|" + t.txnSize(), k -> new ArrayList<>()).add(t);
+        }
+        var out = new ArrayList<Median>();
+        for (var g : groups.values()) {
+            var t = g.get(0);
+            double rate = median(g.stream().mapToDouble(Throughput::eventsPerSecond).toArray());
+            out.add(new Median(new Throughput(t.database(), t.contender(), t.txnSize(), t.events(), rate,
+                    median(g.stream().mapToDouble(Throughput::cpuSeconds).toArray()),
+                    g.stream().mapToDouble(Throughput::peakRssMiB).max().orElse(Double.NaN),
+                    median(g.stream().mapToDouble(Throughput::machineCpuSeconds).toArray())),
+                    g.stream().mapToDouble(Throughput::eventsPerSecond).min().orElse(Double.NaN),
+                    g.stream().mapToDouble(Throughput::eventsPerSecond).max().orElse(Double.NaN), g.size()));
+        }
+        return out;
+    }
+
+    private static double median(double[] values) {
+        double[] v = java.util.Arrays.stream(values).filter(d -> !Double.isNaN(d)).sorted().toArray();
+        if (v.length == 0) {
+            return Double.NaN;
+        }
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
     String markdown() {
         var s = new StringBuilder();
-        s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered)\n\n")
-                .append("| database | contender | rows per transaction | events | events/s | vs. raw slot | vs. bare Debezium | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
-                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-        for (var t : throughput) {
-            double raw = reference(t, "raw");
-            double bare = reference(t, "bare");
+        var medians = medians();
+        s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered; median of the rounds)\n\n")
+                .append("| database | contender | rows per transaction | events | events/s | rounds: min-max | vs. raw slot | vs. bare Debezium (router's settings) | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (var m : medians) {
+            var t = m.median();
+            double raw = reference(medians, t, RawSlotReader.NAME);
+            double bare = reference(medians, t, BareDebezium.ROUTER_SETTINGS);
             s.append("| ").append(t.database()).append(" | ").append(t.contender()).append(" | ").append(t.txnSize()).append(" | ")
-                    .append(t.events()).append(" | ").append(fmt0(t.eventsPerSecond())).append(" | ").append(ratio(t.eventsPerSecond(), raw))
+                    .append(t.events()).append(" | ").append(fmt0(t.eventsPerSecond())).append(" | ")
+                    .append(m.rounds() > 1 ? fmt0(m.min()) + "-" + fmt0(m.max()) : "").append(" | ").append(ratio(t.eventsPerSecond(), raw))
                     .append(" | ").append(ratio(t.eventsPerSecond(), bare)).append(" | ").append(fmt1(t.cpuPer100k())).append(" | ")
                     .append(fmt1(t.machineCpuPer100k())).append(" | ").append(fmt0(t.peakRssMiB())).append(" |\n");
         }
+        s.append(goals(medians));
         s.append("\n### Latency: single-row transactions at a fixed rate, COMMIT returned -> record read by a Kafka consumer (ms)\n\n")
                 .append("| database | contender | target/s | achieved/s | events | p50 | p90 | p99 | max | missing | CPU % |\n")
                 .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -97,9 +133,31 @@ final class Results {
         return s.toString();
     }
 
-    private double reference(Throughput t, String prefix) {
-        return throughput.stream().filter(o -> o.database().equals(t.database()) && o.txnSize() == t.txnSize()
-                && o.contender().startsWith(prefix)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+    private static double reference(List<Median> medians, Throughput t, String contender) {
+        return medians.stream().map(Median::median).filter(o -> o.database().equals(t.database()) && o.txnSize() == t.txnSize()
+                && o.contender().equals(contender)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+    }
+
+    /** The drain goals, each with its figure from this run and whether it is met. */
+    private String goals(List<Median> medians) {
+        var s = new StringBuilder("\n### Drain goals (Postgres, medians of this run)\n\n| goal | 1-row | 100-row |\n|---|---:|---:|\n");
+        String[][] goals = {
+            {"outbox-router / Debezium Server >= 1.5x", DebeziumServerContender.NAME, "1.5"},
+            {"outbox-router / bare engine at the router's settings >= 85%", BareDebezium.ROUTER_SETTINGS, "0.85"},
+        };
+        for (var g : goals) {
+            s.append("| ").append(g[0]);
+            for (int size : new int[] {1, 100}) {
+                double router = medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
+                        && t.contender().equals(RouterContender.NAME)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+                double other = medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
+                        && t.contender().equals(g[1])).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+                double r = router / other;
+                s.append(" | ").append(Double.isNaN(r) ? "not measured" : String.format("%.2f (%s)", r, r >= Double.parseDouble(g[2]) ? "met" : "not met"));
+            }
+            s.append(" |\n");
+        }
+        return s.toString();
     }
 
     private static String ratio(double a, double b) {

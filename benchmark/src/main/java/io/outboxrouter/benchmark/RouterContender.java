@@ -8,6 +8,8 @@ import java.util.Map;
 
 /** outbox-router as users run it: {@code java -jar outbox-router.jar run --config router.yml}, in its own JVM. */
 final class RouterContender implements Contender {
+    static final String NAME = "outbox-router";
+
     private final BenchDb db;
     private final String name;
     private final String bootstrap;
@@ -28,7 +30,7 @@ final class RouterContender implements Contender {
 
     @Override
     public String name() {
-        return db.postgres ? "outbox-router" : "outbox-router (MariaDB)";
+        return db.postgres ? NAME : NAME + " (MariaDB)";
     }
 
     String slot() {
