@@ -116,10 +116,11 @@ public final class Benchmark {
                 out, freePort());
         contenders.add(router);
         slots.add(router.slot());
-        var dbz = debeziumServer(db, "dbzs_t" + txnSize);
+        // Its slot names its topics: a name per round, or a round's consumer would count an earlier round's records.
+        var dbz = debeziumServer(db, "dbzs_t" + txnSize + "_" + round);
         if (dbz.isPresent()) {
             contenders.add(dbz.get());
-            slots.add("dbzs_t" + txnSize);
+            slots.add("dbzs_t" + txnSize + "_" + round);
         }
         for (int i = 0; i < contenders.size(); i++) {
             if (wanted(contenders.get(i))) {
