@@ -27,7 +27,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     private final String routerName;
     private final Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore;
     private final ChangeHandler handler;
-    private final TransactionBoundaries boundaries;
+    private final TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries;
     private final ChangeRecords changeRecords;
     final EngineProgress progress = new EngineProgress();
     volatile Drain drain;
@@ -36,7 +36,8 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     private long lastStored;
     private boolean storedOnce;
 
-    BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries boundaries, ChangeRecords changeRecords,
+    BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
+                  ChangeRecords changeRecords,
                   Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore) {
         this.routerName = routerName;
         this.offsetStore = offsetStore;
@@ -53,40 +54,39 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         }
         progress.batchesStarted().incrementAndGet();
         MDC.put("router", routerName); // what the handler logs belongs to this router (its status page lists it)
-        var raw = new ArrayList<SourceRecord>(records.size());
         var events = new ArrayList<ChangeEvent>(records.size());
         var pendingDrain = drain;
         int marker = -1;
-        for (var r : records) {
+        for (int i = 0; i < records.size(); i++) {
+            var r = records.get(i);
             if (pendingDrain != null && marker < 0 && pendingDrain.isMarker(r.record())) {
-                marker = raw.size();
+                marker = i;
             }
-            raw.add(r.record());
             changeRecords.toEvent(r.record()).ifPresent(events::add);
         }
         if (!events.isEmpty()) {
             handle(events);
         }
-        int safe = boundaries.lastSafeIndex(raw);
+        var safe = boundaries.lastSafe(records);
         // A batch with only other tables' transaction markers or heartbeats stores its position at most every
         // IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a transaction the
         // reader sees, and storing it at once would keep the router busy writing about its own writes.
         long now = System.nanoTime();
         boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
-        if (safe >= 0 && storedOnce && events.isEmpty() && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
-            safe = -1;
+        if (safe != null && storedOnce && events.isEmpty() && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
+            safe = null;
         }
-        if (safe >= 0) {
-            committer.markProcessed(records.get(safe));
+        if (safe != null) {
+            committer.markProcessed(safe.record());
             lastStored = now;
             storedOnce = true;
         }
         committer.markBatchFinished();
-        if (safe >= 0) {
+        if (safe != null) {
             requireStoredPosition();
         }
         if (pendingDrain != null) {
-            pendingDrain.batchStored(marker, safe);
+            pendingDrain.batchStored(marker, safe == null ? -1 : safe.index());
         }
         progress.batchesFinished().incrementAndGet();
     }

@@ -63,6 +63,11 @@ final class PostgresSource implements Source {
     }
 
     @Override
+    public boolean storesChangePositionsOnly() {
+        return true;
+    }
+
+    @Override
     public String metricsDomain() {
         return "debezium.postgres";
     }

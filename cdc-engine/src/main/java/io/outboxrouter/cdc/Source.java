@@ -102,6 +102,14 @@ public sealed interface Source permits PostgresSource, BinlogSource {
     /** The columns of a table as the database names them; empty when there is no such table. */
     Set<String> columns(String table) throws SQLException;
 
+    /**
+     * Whether a stored position must be a change's own, never a COMMIT-typed one (a transaction END marker, a heartbeat):
+     * Postgres, where Debezium 3.5 resumes wrongly from the latter (upstream dbz#76); see {@link TransactionBoundaries}.
+     */
+    default boolean storesChangePositionsOnly() {
+        return false;
+    }
+
     /** An SQL expression that reads {@code column} as text, for comparisons with a string parameter. */
     String asText(String column);
 

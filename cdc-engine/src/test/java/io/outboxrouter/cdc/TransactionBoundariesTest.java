@@ -27,30 +27,75 @@ class TransactionBoundariesTest {
         return new SourceRecord(Map.of(), Map.of(), "router.public.outbox", CHANGE, value);
     }
 
+    private static final Schema HEARTBEAT = SchemaBuilder.struct().field("ts_ms", Schema.INT64_SCHEMA).build();
+
+    private static SourceRecord heartbeat() {
+        return new SourceRecord(Map.of(), Map.of(), "__debezium-heartbeat.router", HEARTBEAT, new Struct(HEARTBEAT).put("ts_ms", 1L));
+    }
+
+    private static TransactionBoundaries<SourceRecord> binlog() {
+        return new TransactionBoundaries<>("router", false, r -> r);
+    }
+
+    private static TransactionBoundaries<SourceRecord> postgres() {
+        return new TransactionBoundaries<>("router", true, r -> r);
+    }
+
+    private static int index(TransactionBoundaries.Safe<SourceRecord> safe) {
+        return safe == null ? -1 : safe.index();
+    }
+
     @Test
-    void theSafePlaceIsTheLastTransactionEnd() {
-        var b = new TransactionBoundaries("router");
+    void onTheBinlogTheSafePlaceIsTheLastTransactionEnd() {
+        var b = binlog();
         var batch = List.of(marker("BEGIN"), row(true), row(true), marker("END"), marker("BEGIN"), row(true));
-        assertThat(b.lastSafeIndex(batch)).isEqualTo(3);
+        var safe = b.lastSafe(batch);
+        assertThat(safe.index()).isEqualTo(3);
+        assertThat(safe.record()).isSameAs(batch.get(3));
         // Still inside the open transaction: the next batch has no safe place until its END.
-        assertThat(b.lastSafeIndex(List.of(row(true)))).isEqualTo(-1);
+        assertThat(b.lastSafe(List.of(row(true)))).isNull();
+    }
+
+    @Test
+    void onPostgresThePositionIsTheLastChangeOfTheCompletedTransactionNeverItsEnd() {
+        var b = postgres();
+        var batch = List.of(marker("BEGIN"), row(true), row(true), marker("END"), marker("BEGIN"), row(true));
+        var safe = b.lastSafe(batch);
+        assertThat(safe.record()).as("the last row, not the END marker").isSameAs(batch.get(2));
+        assertThat(safe.index()).as("covers up to the END").isEqualTo(3);
+    }
+
+    @Test
+    void onPostgresATransactionsLastChangeFromAnEarlierBatchIsStoredAtItsEnd() {
+        var b = postgres();
+        var last = row(true);
+        assertThat(b.lastSafe(List.of(marker("BEGIN"), row(true), last))).isNull();
+        var safe = b.lastSafe(List.of(marker("END"), marker("BEGIN")));
+        assertThat(safe.record()).isSameAs(last);
+        assertThat(safe.index()).isZero();
+    }
+
+    @Test
+    void onPostgresHeartbeatsAreNeverStoredOnTheBinlogTheyAre() {
+        assertThat(postgres().lastSafe(List.of(heartbeat(), heartbeat()))).isNull();
+        assertThat(index(binlog().lastSafe(List.of(heartbeat(), heartbeat())))).isEqualTo(1);
     }
 
     @Test
     void aTransactionSpanningBatchesIsSafeOnlyAtItsEnd() {
-        var b = new TransactionBoundaries("router");
-        assertThat(b.lastSafeIndex(List.of(marker("BEGIN"), row(true)))).isEqualTo(-1);
-        assertThat(b.lastSafeIndex(List.of(row(true), row(true)))).isEqualTo(-1);
-        assertThat(b.lastSafeIndex(List.of(row(true), marker("END")))).isEqualTo(1);
+        var b = binlog();
+        assertThat(b.lastSafe(List.of(marker("BEGIN"), row(true)))).isNull();
+        assertThat(b.lastSafe(List.of(row(true), row(true)))).isNull();
+        assertThat(index(b.lastSafe(List.of(row(true), marker("END"))))).isEqualTo(1);
         // Closed: a record outside any transaction is safe again.
-        assertThat(b.lastSafeIndex(List.of(row(false)))).isZero();
+        assertThat(index(b.lastSafe(List.of(row(false))))).isZero();
     }
 
     @Test
-    void recordsOutsideAnyTransactionAreSafeButNotInsideOne() {
-        var b = new TransactionBoundaries("router");
-        // Snapshot rows and heartbeats carry no transaction.
-        assertThat(b.lastSafeIndex(List.of(row(false), row(false)))).isEqualTo(1);
-        assertThat(b.lastSafeIndex(List.of(marker("BEGIN"), row(false)))).isEqualTo(-1);
+    void snapshotRowsOutsideAnyTransactionAreSafeButNotInsideOne() {
+        for (var b : List.of(binlog(), postgres())) {
+            assertThat(index(b.lastSafe(List.of(row(false), row(false))))).isEqualTo(1);
+            assertThat(b.lastSafe(List.of(marker("BEGIN"), row(false)))).isNull();
+        }
     }
 }

@@ -200,4 +200,37 @@ class PostgresOutageIT {
             }
         }
     }
+
+    /**
+     * A transaction open across another's commit, whose next row lands right after that commit in the WAL: a position
+     * stored at the other's END (a COMMIT-typed offset) matched that row's LSN on restart, and Debezium 3.5 skipped the
+     * open transaction's rows (upstream dbz#76). The router stores the last row of a complete transaction instead.
+     */
+    @Test
+    void aTransactionOpenAcrossAStoredCommitIsPublishedWholeAfterARestart() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("interleave"));
+        String topics = OutboxContract.unique("interleave");
+        var config = RouterConfigLoader.parse(yaml(db, OutboxContract.unique("interleave-router").replace('_', '-'), topics, 0), Map.of());
+        var a1 = TestEvent.of("Order", "a", 1);
+        var b1 = TestEvent.of("Order", "b", 1);
+        var a2 = TestEvent.of("Order", "a", 2);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            try (var router = Router.start(config); var a = db.connect(); var b = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(a, a1); // A stays open
+                db.insert(b, b1);
+                b.commit();
+                db.insert(a, a2); // the next WAL record after B's commit
+                kafka.awaitIds(Set.of(b1.id()), Duration.ofSeconds(60));
+                Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> router.metrics().lastOffsetStored() != null);
+                router.close();
+                a.commit();
+            }
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                kafka.awaitIds(Set.of(a1.id(), a2.id()), Duration.ofSeconds(30));
+            }
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).containsExactlyInAnyOrder(b1.id(), a1.id(), a2.id());
+        }
+    }
 }
