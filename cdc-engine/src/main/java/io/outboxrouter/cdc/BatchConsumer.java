@@ -35,6 +35,8 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     volatile boolean stopping;
     private long lastStored;
     private boolean storedOnce;
+    /** Events were handled whose position is not stored yet: the next safe position is stored at once, never skipped. */
+    private boolean unstoredEvents;
 
     BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
                   ChangeRecords changeRecords,
@@ -68,18 +70,22 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
             handle(events);
         }
         var safe = boundaries.lastSafe(records);
-        // A batch with only other tables' transaction markers or heartbeats stores its position at most every
-        // IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a transaction the
-        // reader sees, and storing it at once would keep the router busy writing about its own writes.
+        // A position that covers no new outbox event (other tables' transactions, heartbeats, the heartbeat table) is
+        // stored at most every IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a
+        // transaction the reader sees, and storing it at once would keep the router busy writing about its own writes.
+        // One that covers events is always stored, even when their transaction's END came in a batch without events.
         long now = System.nanoTime();
         boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
-        if (safe != null && storedOnce && events.isEmpty() && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
+        unstoredEvents |= !events.isEmpty();
+        if (safe != null && storedOnce && !unstoredEvents && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
             safe = null;
         }
         if (safe != null) {
             committer.markProcessed(safe.record());
             lastStored = now;
             storedOnce = true;
+            // Events of a transaction still open stay unstored: its END (maybe in a batch without events) stores them.
+            unstoredEvents = !events.isEmpty() && safe.index() < records.size() - 1 && boundaries.open();
         }
         committer.markBatchFinished();
         if (safe != null) {

@@ -216,10 +216,14 @@ public final class CdcEngine implements AutoCloseable {
             try {
                 engine.close();
             } catch (IllegalStateException e) {
-                // Debezium refuses to close while its task starts, and a Postgres task can be starting for a minute
-                // (waiting for its slot to be released): interrupt the start instead, which closes the engine too.
-                LOG.info("Engine {} is still starting; interrupting its start", name);
-                thread.shutdownNow();
+                if (String.valueOf(e.getMessage()).contains("tasks are starting")) {
+                    // Debezium refuses to close while its task starts, which can take long (a connector retrying its
+                    // connection): interrupt the start instead, which closes the engine too.
+                    LOG.info("Engine {} is still starting; interrupting its start", name);
+                    thread.shutdownNow();
+                } else {
+                    LOG.debug("Engine {} is already stopping: {}", name, e.getMessage()); // it failed on its own meanwhile
+                }
             } catch (IOException e) {
                 LOG.warn("Engine {} did not close cleanly: {}", name, e.getMessage());
             }

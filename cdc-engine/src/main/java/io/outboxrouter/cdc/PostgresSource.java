@@ -134,11 +134,12 @@ final class PostgresSource implements Source {
             // The slot is only ever confirmed up to a position stored here first: a slot ahead of it was created again
             // (dropped and re-created by hand, another tool's slot of the same name) or the offsets table was restored.
             return Optional.of(new Drift("replication slot " + pg.slot() + " is at " + confirmed + ", ahead of router "
-                    + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table + ": the slot was dropped "
-                    + "and created again, or " + table + " was restored from an older backup; the changes between the two "
-                    + "are no longer in the slot",
-                    "resume from the slot at " + confirmed + ": the events committed between " + formatLsn(storedAt) + " and "
-                            + confirmed + " are not published (publish the rows still in the outbox table again with `replay`)"));
+                    + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table + ". Either the slot was "
+                    + "dropped and created again (the changes between the two are gone from it and were never published), or "
+                    + table + " was restored from an older backup (they were published already)",
+                    "resume from the slot at " + confirmed + ": after a re-created slot, the events committed between "
+                            + formatLsn(storedAt) + " and " + confirmed + " are not published (publish the rows still in the "
+                            + "outbox table again with `replay`); after restored offsets, nothing is lost"));
         }
         if (slotExists && stored.isEmpty()) {
             // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
@@ -207,14 +208,15 @@ final class PostgresSource implements Source {
     }
 
     /**
-     * The commit timestamp of the row's transaction, then its transaction id (two commits in one microsecond). Rows whose
-     * commit time the server no longer knows (committed before the setting was on, or older than it keeps) come first.
+     * The commit timestamp of the row's transaction (taken just before its commit record, so two commits in the same
+     * microsecond, or a clock step, can tie or swap them). Rows whose commit time the server no longer knows (committed
+     * before the setting was on, or older than it keeps) come first; then the time column and the id order the rest.
      */
     @Override
     public List<String> commitOrder(Connection c) throws SQLException {
         try (var st = c.createStatement(); var rs = st.executeQuery("SHOW track_commit_timestamp")) {
             return rs.next() && "on".equals(rs.getString(1))
-                    ? List.of("pg_xact_commit_timestamp(xmin) NULLS FIRST", "xmin::text::bigint") : List.of();
+                    ? List.of("pg_xact_commit_timestamp(xmin) NULLS FIRST") : List.of();
         }
     }
 }

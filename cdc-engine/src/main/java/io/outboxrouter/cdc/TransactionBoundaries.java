@@ -61,7 +61,7 @@ final class TransactionBoundaries<R> {
                 }
             } else if (inTransaction(r)) {
                 lastChange = event;
-            } else if (!open && (!changesOnly || isChange(r))) {
+            } else if (!open && (!changesOnly || isSnapshotRow(r))) {
                 // Outside any transaction: snapshot rows; and, on the binlog, heartbeats.
                 safe = new Safe<>(event, i);
             }
@@ -76,8 +76,16 @@ final class TransactionBoundaries<R> {
         return false;
     }
 
-    /** A change event (a snapshot row has an op), not a heartbeat, whose position is COMMIT-typed on Postgres. */
-    private static boolean isChange(SourceRecord r) {
-        return r.value() instanceof Struct v && v.schema().field("op") != null;
+    /**
+     * A snapshot row ({@code op} r). Not a heartbeat nor a non-transactional logical decoding message, whose positions are
+     * COMMIT-typed on Postgres.
+     */
+    private static boolean isSnapshotRow(SourceRecord r) {
+        return r.value() instanceof Struct v && v.schema().field("op") != null && "r".equals(v.get("op"));
+    }
+
+    /** Whether a transaction is open after the last batch: its changes are not covered by any position yet. */
+    boolean open() {
+        return open;
     }
 }

@@ -27,6 +27,10 @@ class TransactionBoundariesTest {
         return new SourceRecord(Map.of(), Map.of(), "router.public.outbox", CHANGE, value);
     }
 
+    private static SourceRecord snapshotRow() {
+        return new SourceRecord(Map.of(), Map.of(), "router.public.outbox", CHANGE, new Struct(CHANGE).put("op", "r"));
+    }
+
     private static final Schema HEARTBEAT = SchemaBuilder.struct().field("ts_ms", Schema.INT64_SCHEMA).build();
 
     private static SourceRecord heartbeat() {
@@ -88,14 +92,20 @@ class TransactionBoundariesTest {
         assertThat(b.lastSafe(List.of(row(true), row(true)))).isNull();
         assertThat(index(b.lastSafe(List.of(row(true), marker("END"))))).isEqualTo(1);
         // Closed: a record outside any transaction is safe again.
-        assertThat(index(b.lastSafe(List.of(row(false))))).isZero();
+        assertThat(index(b.lastSafe(List.of(snapshotRow())))).isZero();
     }
 
     @Test
     void snapshotRowsOutsideAnyTransactionAreSafeButNotInsideOne() {
         for (var b : List.of(binlog(), postgres())) {
-            assertThat(index(b.lastSafe(List.of(row(false), row(false))))).isEqualTo(1);
-            assertThat(b.lastSafe(List.of(marker("BEGIN"), row(false)))).isNull();
+            assertThat(index(b.lastSafe(List.of(snapshotRow(), snapshotRow())))).isEqualTo(1);
+            assertThat(b.lastSafe(List.of(marker("BEGIN"), snapshotRow()))).isNull();
         }
+    }
+
+    @Test
+    void onPostgresOtherRecordsOutsideATransactionAreNeverStored() {
+        // e.g. a non-transactional logical decoding message: its position is COMMIT-typed
+        assertThat(postgres().lastSafe(List.of(row(false)))).isNull();
     }
 }
