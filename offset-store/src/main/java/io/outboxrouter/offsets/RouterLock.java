@@ -25,10 +25,12 @@ public final class RouterLock implements AutoCloseable {
     private final SqlDialect dialect;
     private final String routerName;
     private final long session;
-    /** Computed on the first check, from the lock session's database (MySQL/MariaDB only). */
-    private String mysqlLockName;
+    /** The MySQL/MariaDB lock name (it holds the lock session's database); null on Postgres. */
+    private final String mysqlLockName;
 
-    private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName, long session) {
+    private RouterLock(Connection connection, String description, SqlDialect dialect, String routerName, long session,
+                       String mysqlLockName) {
+        this.mysqlLockName = mysqlLockName;
         this.session = session;
         this.connection = connection;
         this.description = description;
@@ -46,22 +48,20 @@ public final class RouterLock implements AutoCloseable {
         SqlDialect dialect = SqlDialect.of(settings.url());
         var c = settings.connection().open(dialect.timeouts());
         try {
-            String sql = dialect == SqlDialect.POSTGRES ? "SELECT pg_try_advisory_lock(?)" : "SELECT GET_LOCK(?, 0)";
-            try (var ps = c.prepareStatement(sql)) {
-                if (dialect == SqlDialect.POSTGRES) {
-                    ps.setLong(1, postgresKey(settings.routerName()));
-                } else {
-                    ps.setString(1, mysqlName(c, settings.routerName()));
+            String name = dialect == SqlDialect.POSTGRES ? null : mysqlName(c, settings.routerName());
+            if (dialect == SqlDialect.POSTGRES ? query(c, "SELECT pg_try_advisory_lock(?)", postgresKey(settings.routerName()))
+                    : query(c, "SELECT GET_LOCK(?, 0)", name)) {
+                if (name != null && !query(c, "SELECT GET_LOCK(?, 0)", legacyMysqlName(settings.routerName()))) {
+                    // A process of a build before locks named their database holds the old name: it streams; stand by.
+                    query(c, "SELECT RELEASE_LOCK(?)", name);
+                    c.close();
+                    return Optional.empty();
                 }
-                try (var rs = ps.executeQuery()) {
-                    rs.next();
-                    // Postgres answers a boolean; MySQL/MariaDB 1, 0, or NULL on an error.
-                    Object got = rs.getObject(1);
-                    if (Boolean.TRUE.equals(got) || got instanceof Number n && n.intValue() == 1) {
-                        dialect.expireDeadSession(c, DEAD_SESSION_SECONDS);
-                        return Optional.of(new RouterLock(c, describe(settings), dialect, settings.routerName(), sessionId(c, dialect)));
-                    }
+                if (name != null) {
+                    query(c, "SELECT RELEASE_LOCK(?)", legacyMysqlName(settings.routerName())); // only a check, not kept
                 }
+                dialect.expireDeadSession(c, DEAD_SESSION_SECONDS);
+                return Optional.of(new RouterLock(c, describe(settings), dialect, settings.routerName(), sessionId(c, dialect), name));
             }
         } catch (SQLException | RuntimeException e) {
             c.close();
@@ -69,6 +69,17 @@ public final class RouterLock implements AutoCloseable {
         }
         c.close();
         return Optional.empty();
+    }
+
+    /** Runs a one-parameter lock function; Postgres answers a boolean, MySQL/MariaDB 1, 0, or NULL on an error. */
+    private static boolean query(Connection c, String sql, Object parameter) throws SQLException {
+        try (var ps = c.prepareStatement(sql)) {
+            ps.setObject(1, parameter);
+            try (var rs = ps.executeQuery()) {
+                Object got = rs.next() ? rs.getObject(1) : null;
+                return Boolean.TRUE.equals(got) || got instanceof Number n && n.intValue() == 1;
+            }
+        }
     }
 
     /** Where the lock lives, for messages: {@code router orders (lock in jdbc:postgresql://db:5432/shop)}. */
@@ -100,9 +111,6 @@ public final class RouterLock implements AutoCloseable {
             if (dialect == SqlDialect.POSTGRES) {
                 ps.setLong(1, postgresKey(routerName));
             } else {
-                if (mysqlLockName == null) {
-                    mysqlLockName = mysqlName(connection, routerName);
-                }
                 ps.setString(1, mysqlLockName);
             }
             try (var rs = ps.executeQuery()) {
@@ -196,6 +204,15 @@ public final class RouterLock implements AutoCloseable {
             database = rs.next() && rs.getString(1) != null ? rs.getString(1) : "";
         }
         return mysqlName(database, routerName);
+    }
+
+    /**
+     * The name builds before 2026-11-23 locked (without the database). Checked, not held, at acquisition, so that a
+     * rolling upgrade never has an old and a new process streaming together; kept for one release.
+     */
+    static String legacyMysqlName(String routerName) {
+        String name = "outbox-router:" + routerName;
+        return name.length() <= 64 ? name : "outbox-router:" + HexFormat.of().formatHex(sha256(name), 0, 24);
     }
 
     static String mysqlName(String database, String routerName) {

@@ -77,6 +77,20 @@ abstract class OffsetStoreContract {
     }
 
     @Test
+    void onMySqlAndMariaDbAProcessOfAnOlderBuildHoldingTheOldLockNameKeepsANewOneStandingBy() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(url().startsWith("jdbc:postgresql:"), "Postgres locks were always per database");
+        var settings = settings("upgrading", "offsets", Duration.ofSeconds(5));
+        try (var old = java.sql.DriverManager.getConnection(url(), user(), password()); var st = old.createStatement()) {
+            st.execute("SELECT GET_LOCK('" + RouterLock.legacyMysqlName("upgrading") + "', 0)");
+            assertThat(RouterLock.tryAcquire(settings)).as("the old build streams").isEmpty();
+            st.execute("SELECT RELEASE_LOCK('" + RouterLock.legacyMysqlName("upgrading") + "')");
+            try (var lock = RouterLock.tryAcquire(settings).orElseThrow()) {
+                assertThat(lock.check()).isEqualTo(RouterLock.LockState.HELD);
+            }
+        }
+    }
+
+    @Test
     void oneProcessPerRouterNameHoldsTheLockUntilItsSessionEnds() throws Exception {
         var orders = settings("orders", "offsets", Duration.ofSeconds(5));
         try (var first = RouterLock.tryAcquire(orders).orElseThrow()) {
