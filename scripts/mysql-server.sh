@@ -157,7 +157,8 @@ launch() {
     local pid=$! deadline=$((SECONDS + READY_TIMEOUT))
     until in_chroot /usr/bin/mysqladmin --no-defaults --socket="$(socket_of "$port")" -uroot \
             --connect-timeout=2 ping >/dev/null 2>&1; do
-        if ! is_our_mysqld "$pid" "$port"; then
+        # Gone or a zombie; not "no longer looks like our mysqld": right after the fork it has not entered the chroot yet.
+        if is_gone "$pid"; then
             wait "$pid" 2>/dev/null || true
             log "mysqld exited before accepting connections; end of $dir/mysqld.log:"
             tail -n 25 "$dir/mysqld.log" >&2

@@ -100,7 +100,7 @@ public final class Replay {
         sql.add(id);
         String then = (timed ? filter.timeColumn() + ", then " : "") + id;
         if (sql.size() > (timed ? 2 : 1)) {
-            return new Order(sql, "in commit order (track_commit_timestamp), rows of one transaction by " + then);
+            return new Order(sql, "in commit order (by track_commit_timestamp's commit times), rows of one transaction by " + then);
         }
         return new Order(sql, "by " + then + ": the order of commit only for transactions that do not overlap; for commit "
                 + "order" + (config.source().kind().isBinlog() ? "" : " turn track_commit_timestamp on, or")

@@ -299,7 +299,7 @@ class PostgresRouterBehaviourIT {
             kafka.awaitIds(Set.of(first.id(), second.id()), Duration.ofSeconds(30));
             assertThat(kafka.settle(Duration.ofMillis(500))).extracting(KafkaEvents.Received::id).containsExactly(first.id(), second.id());
         }
-        assertThat(err.toString()).contains("public.outbox is replayed in commit order (track_commit_timestamp)");
+        assertThat(err.toString()).contains("public.outbox is replayed in commit order (by track_commit_timestamp's commit times)");
         assertThat(missing).isEqualTo(2);
         assertThat(err.toString()).contains("table public.outbox has no column seq to order by (--order-by)");
     }
