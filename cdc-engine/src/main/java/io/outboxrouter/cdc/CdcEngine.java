@@ -55,7 +55,8 @@ public final class CdcEngine implements AutoCloseable {
         this.name = config.name();
         this.source = source;
         this.streamingMetrics = source.streamingMetrics(name);
-        this.consumer = new BatchConsumer(name, handler, new TransactionBoundaries<>(name, source.storesChangePositionsOnly(), RecordChangeEvent::record), new ChangeRecords(source::position),
+        var boundaries = new TransactionBoundaries<>(name, source.storesChangePositionsOnly(), RecordChangeEvent<SourceRecord>::record);
+        this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 this::offsetStore);
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(properties(config, source, fence))

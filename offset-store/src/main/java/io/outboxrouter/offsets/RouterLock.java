@@ -211,16 +211,16 @@ public final class RouterLock implements AutoCloseable {
      * rolling upgrade never has an old and a new process streaming together; kept for one release.
      */
     static String legacyMysqlName(String routerName) {
-        String name = "outbox-router:" + routerName;
-        return name.length() <= 64 ? name : "outbox-router:" + HexFormat.of().formatHex(sha256(name), 0, 24);
+        return shortened("outbox-router:" + routerName);
     }
 
     static String mysqlName(String database, String routerName) {
-        String name = "outbox-router:" + database + "/" + routerName;
-        if (name.length() <= 64) {
-            return name;
-        }
-        return "outbox-router:" + HexFormat.of().formatHex(sha256(name), 0, 24);
+        return shortened("outbox-router:" + database + "/" + routerName);
+    }
+
+    /** MySQL lock names are at most 64 characters: a longer one becomes a digest of itself. */
+    private static String shortened(String name) {
+        return name.length() <= 64 ? name : "outbox-router:" + HexFormat.of().formatHex(sha256(name), 0, 24);
     }
 
     private static byte[] sha256(String s) {

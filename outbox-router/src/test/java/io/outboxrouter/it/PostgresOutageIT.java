@@ -144,6 +144,21 @@ class PostgresOutageIT {
         }
     }
 
+    /** Another reader of the router's slot, as a replication connection streaming from it; closing it frees the slot. */
+    private static java.sql.Connection holdSlot(io.outboxrouter.config.RouterConfig config) throws Exception {
+        var props = new java.util.Properties();
+        props.setProperty("user", io.outboxrouter.testing.PostgresServer.USER);
+        props.setProperty("password", io.outboxrouter.testing.PostgresServer.PASSWORD);
+        props.setProperty("replication", "database");
+        props.setProperty("assumeMinServerVersion", "10");
+        props.setProperty("preferQueryMode", "simple");
+        var holder = java.sql.DriverManager.getConnection(config.source().connection().url(), props);
+        holder.unwrap(org.postgresql.PGConnection.class).getReplicationAPI().replicationStream().logical()
+                .withSlotName(config.source().postgres().slot()).withSlotOption("proto_version", "1")
+                .withSlotOption("publication_names", config.source().postgres().publication()).start();
+        return holder; // the stream ends with its connection
+    }
+
     @Test
     void aStopWhileTheEngineWaitsForItsSlotDoesNotWaitOutTheRetriesNorLeaveAReaderBehind() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("stopstart"));
@@ -153,19 +168,9 @@ class PostgresOutageIT {
         try (var router = Router.start(config)) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
         }
-        var props = new java.util.Properties();
-        props.setProperty("user", io.outboxrouter.testing.PostgresServer.USER);
-        props.setProperty("password", io.outboxrouter.testing.PostgresServer.PASSWORD);
-        props.setProperty("replication", "database");
-        props.setProperty("assumeMinServerVersion", "10");
-        props.setProperty("preferQueryMode", "simple");
-        String url = config.source().connection().url();
         long stopTook;
         // Another reader holds the slot: the connector's task retries for a minute (slot.max.retries) while starting.
-        try (var holder = java.sql.DriverManager.getConnection(url, props);
-             var stream = holder.unwrap(org.postgresql.PGConnection.class).getReplicationAPI().replicationStream().logical()
-                     .withSlotName(slot).withSlotOption("proto_version", "1")
-                     .withSlotOption("publication_names", config.source().postgres().publication()).start()) {
+        try (var holder = holdSlot(config)) {
             var router = Router.start(config);
             Thread.sleep(2000);
             assertThat(router.isStreaming()).isFalse();
@@ -186,10 +191,7 @@ class PostgresOutageIT {
         // ... and a router that waits for another reader streams once that reader is gone.
         try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
             Router router;
-            try (var holder = java.sql.DriverManager.getConnection(url, props);
-                 var stream = holder.unwrap(org.postgresql.PGConnection.class).getReplicationAPI().replicationStream().logical()
-                         .withSlotName(slot).withSlotOption("proto_version", "1")
-                         .withSlotOption("publication_names", config.source().postgres().publication()).start()) {
+            try (var holder = holdSlot(config)) {
                 router = Router.start(config);
                 Thread.sleep(1000);
                 assertThat(router.isStreaming()).as("ready only once it reads the slot").isFalse();
