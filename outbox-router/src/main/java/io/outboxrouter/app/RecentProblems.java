@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The last warnings and errors logged for one router, for its status page: by its own threads (named after it), by the
  * engine's batch handling (MDC {@code router}) and by Debezium on its behalf (MDC {@code dbz.connectorName}, the
- * router name). Counting every log event is Micrometer's Logback binder's job ({@code logback_events_total}).
+ * router name). Counting every log event is {@code LogEventCounter}'s job ({@code logback_events_total}).
  */
 final class RecentProblems extends AppenderBase<ILoggingEvent> {
     /** One logged problem. */

@@ -5,7 +5,6 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
-import io.micrometer.core.instrument.binder.logging.LogbackMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.outboxrouter.offsets.OffsetStoreStats;
@@ -37,7 +36,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     private final ConcurrentHashMap<String, Counter> publishedByTopic = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, AtomicLong> retries = new ConcurrentHashMap<>();
     private final Throughput throughput = new Throughput(Clock.systemUTC());
-    private final LogbackMetrics logEvents = new LogbackMetrics();
+    private final LogEventCounter logEvents;
     private volatile Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore = Optional::empty;
 
     public RouterMetrics(String routerName) {
@@ -53,7 +52,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         Gauge.builder("outbox.router.source.lag.seconds", this, m -> ageSeconds(m.lastCommitTime.get()))
                 .description("age of the last published event's source COMMIT (NaN before the first)").strongReference(true).register(registry);
         // Warnings and errors of every component (Debezium's and Kafka's included), by level: logback_events_total.
-        logEvents.bindTo(registry);
+        logEvents = LogEventCounter.bindTo(registry);
     }
 
     /**
@@ -170,7 +169,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     /** Detaches the log-event counter from the logging system; the counters stay readable. */
     @Override
     public void close() {
-        logEvents.close();
+        logEvents.detach();
     }
 
     private static double read(Supplier<Optional<OffsetStoreStats.Snapshot>> store, ToLongFunction<OffsetStoreStats.Snapshot> value) {

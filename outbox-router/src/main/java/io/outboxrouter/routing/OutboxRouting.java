@@ -7,6 +7,7 @@ import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.TopicTemplate;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -39,6 +40,10 @@ public final class OutboxRouting {
     private final TopicTemplate topic;
     private final OutboxConfig.PayloadFormat payloadFormat;
     private final Map<String, Boolean> legalTopics = new HashMap<>();
+    private final List<String> requiredColumns;
+    /** The last commit time and its text: the events of one source transaction share it. Engine thread only. */
+    private Instant lastCommitTime;
+    private byte[] lastCommitTimeText;
 
     /** For outbox tables only: a change from any other table is {@link RoutingResult.Unrouted}. */
     public OutboxRouting(Collection<String> outboxTables, OutboxConfig outbox, TopicTemplate topic) {
@@ -56,6 +61,7 @@ public final class OutboxRouting {
         this.headerColumns = outbox.headers();
         this.topic = topic;
         this.payloadFormat = outbox.payloadFormat();
+        this.requiredColumns = List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload());
     }
 
     public RoutingResult route(ChangeEvent change) {
@@ -67,7 +73,7 @@ public final class OutboxRouting {
             return new RoutingResult.Ignore(change.operation() + " of an outbox row publishes nothing");
         }
         var row = change.row();
-        for (String column : List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload())) {
+        for (String column : requiredColumns) {
             if (!row.containsKey(column)) {
                 return reject(change, "missing_column", "column " + column + " is missing from table " + change.table()
                         + " (set its name under outbox.columns)");
@@ -103,7 +109,9 @@ public final class OutboxRouting {
         header(headers, HEADER_AGGREGATE_TYPE, aggregateType);
         header(headers, HEADER_POSITION, change.position());
         header(headers, HEADER_TABLE, change.table());
-        header(headers, HEADER_COMMIT_TIME, change.commitTime() == null ? null : change.commitTime().toString());
+        if (change.commitTime() != null) {
+            headers.add(new RecordHeader(HEADER_COMMIT_TIME, commitTimeText(change.commitTime())));
+        }
         headerColumns.forEach((column, name) -> {
             Object v = row.get(column);
             if (v != null) {
@@ -134,6 +142,14 @@ public final class OutboxRouting {
         return known;
     }
 
+
+    private byte[] commitTimeText(Instant commitTime) {
+        if (!commitTime.equals(lastCommitTime)) {
+            lastCommitTime = commitTime;
+            lastCommitTimeText = commitTime.toString().getBytes(StandardCharsets.UTF_8);
+        }
+        return lastCommitTimeText; // Kafka's headers never change the bytes they are given
+    }
 
     private static RoutingResult reject(ChangeEvent change, String kind, String reason) {
         return new RoutingResult.Reject(kind, reason, change);
