@@ -35,6 +35,13 @@ final class Arrivals {
         lastMicros = atMicros;
     }
 
+    /** A contender in another process reports what it counted so far, with its first and last arrival. */
+    void progress(long total, long firstAtMicros, long lastAtMicros) {
+        firstMicros = firstAtMicros;
+        lastMicros = lastAtMicros;
+        count.set(total);
+    }
+
     long count() {
         return count.get();
     }

@@ -22,7 +22,7 @@ final class Plots {
         var contenders = new LinkedHashSet<String>();
         var medians = r.medians().stream().map(Results.Median::median).toList();
         medians.forEach(t -> contenders.add(t.database() + ": " + t.contender()));
-        for (int size : new int[] {1, 100}) {
+        for (int size : contenders.isEmpty() ? new int[0] : new int[] {1, 100}) { // a latency-only run has no bars
             var x = new ArrayList<String>();
             var y = new ArrayList<Double>();
             for (String c : contenders) {
@@ -53,7 +53,12 @@ final class Plots {
             latency.addSeries("p99", x, p99);
         }
         List<BufferedImage> images = new ArrayList<>();
-        images.add(BitmapEncoder.getBufferedImage(throughput));
+        if (!contenders.isEmpty()) {
+            images.add(BitmapEncoder.getBufferedImage(throughput));
+        }
+        if (contenders.isEmpty() && x.isEmpty()) {
+            return;
+        }
         if (!x.isEmpty()) {
             images.add(BitmapEncoder.getBufferedImage(latency));
         }
