@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,6 +19,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
@@ -26,6 +29,7 @@ import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.Utils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,6 +53,9 @@ public final class KafkaPublisher implements EventSink {
     private final TopicProbe probe;
     private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
+    /** Topics and partitions a record of this publisher was acknowledged on: not new any more. Engine thread only. */
+    private final java.util.Set<String> writtenTopics = new HashSet<>();
+    private final java.util.Set<TopicPartition> written = new HashSet<>();
 
     /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
     public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
@@ -134,26 +141,95 @@ public final class KafkaPublisher implements EventSink {
     }
 
     private List<Refused> sendAndAwait(List<ProducerRecord<byte[], byte[]>> records) throws Exception {
-        var acks = new ArrayList<CompletableFuture<Void>>(records.size());
-        for (var record : records) {
-            var ack = new CompletableFuture<Void>();
+        var refused = new ArrayList<Refused>();
+        var sent = new boolean[records.size()];
+        // A partition this publisher has not written yet may be new: its first record is acknowledged before any other
+        // is sent to it. Two rounds: a new topic's first record, then the first of each of its partitions still new.
+        for (int round = 0; round < 2; round++) {
+            var firsts = firstRecordsOfNewPartitions(records, sent);
+            if (firsts.isEmpty()) {
+                break;
+            }
+            refused.addAll(sendAndAwait(records, firsts, sent));
+        }
+        var rest = new ArrayList<Integer>(records.size());
+        for (int i = 0; i < records.size(); i++) {
+            if (!sent[i]) {
+                rest.add(i);
+            }
+        }
+        if (!rest.isEmpty()) {
+            refused.addAll(sendAndAwait(records, rest, sent));
+        }
+        return refused;
+    }
+
+    /**
+     * The first record of each partition (or, before the topic's partitions are known, of each topic) that this
+     * publisher has not written yet, in batch order. Sent alone and acknowledged before the rest of the batch, so that a
+     * new partition never has two produce requests of ours in flight: a broker that has not yet applied a topic's
+     * creation refuses the first with NOT_LEADER_OR_FOLLOWER, may append the second, and then refuses every retry of
+     * the first as out of sequence until the delivery timeout (KAFKA-15591: a plain producer loses those records; this
+     * router sent the batch again after a minute, with duplicates). Costs one round trip per new partition.
+     */
+    private List<Integer> firstRecordsOfNewPartitions(List<ProducerRecord<byte[], byte[]>> records, boolean[] sent) {
+        var firsts = new ArrayList<Integer>();
+        var seen = new HashSet<Object>();
+        var partitionCounts = new HashMap<String, Integer>();
+        for (int i = 0; i < records.size(); i++) {
+            if (sent[i]) {
+                continue;
+            }
+            Object where = partitionOf(records.get(i), partitionCounts);
+            if (where instanceof TopicPartition tp ? !written.contains(tp) && seen.add(tp) : !writtenTopics.contains(where) && seen.add(where)) {
+                firsts.add(i);
+            }
+        }
+        return firsts;
+    }
+
+    /** Where a record goes as the default partitioner places it, or its topic while the topic's metadata is unknown. */
+    private Object partitionOf(ProducerRecord<byte[], byte[]> record, Map<String, Integer> partitionCounts) {
+        if (!writtenTopics.contains(record.topic())) {
+            return record.topic();
+        }
+        if (record.partition() != null) {
+            return new TopicPartition(record.topic(), record.partition());
+        }
+        // Known without waiting: a record of the topic was acknowledged. Asked once per topic and batch.
+        int partitions = partitionCounts.computeIfAbsent(record.topic(), t -> producer.partitionsFor(t).size());
+        if (record.key() == null || partitions == 0) {
+            return record.topic(); // spread by the producer: nothing to warm up per partition
+        }
+        return new TopicPartition(record.topic(), Utils.toPositive(Utils.murmur2(record.key())) % partitions);
+    }
+
+    /** Sends the records at {@code indexes} in order, flushes, and waits for every ack; refused ones by their batch index. */
+    private List<Refused> sendAndAwait(List<ProducerRecord<byte[], byte[]>> records, List<Integer> indexes, boolean[] sent) throws Exception {
+        var acks = new ArrayList<CompletableFuture<RecordMetadata>>(indexes.size());
+        for (int i : indexes) {
+            var ack = new CompletableFuture<RecordMetadata>();
             // Never throw from the callback (it runs on the producer's I/O thread): complete the future instead.
-            producer.send(record, (metadata, error) -> {
+            producer.send(records.get(i), (metadata, error) -> {
                 if (error == null) {
-                    ack.complete(null);
+                    ack.complete(metadata);
                 } else {
                     ack.completeExceptionally(error);
                 }
             });
+            sent[i] = true;
             acks.add(ack);
         }
         producer.flush();
         var refused = new ArrayList<Refused>();
         Exception failure = null;
         var errorsByTopic = new HashMap<String, Throwable>();
-        for (int i = 0; i < acks.size(); i++) {
+        for (int k = 0; k < acks.size(); k++) {
+            int i = indexes.get(k);
             try {
-                acks.get(i).get();
+                var metadata = acks.get(k).get();
+                writtenTopics.add(metadata.topic());
+                written.add(new TopicPartition(metadata.topic(), metadata.partition()));
             } catch (ExecutionException e) {
                 Exception cause = e.getCause() instanceof Exception c ? c : e;
                 if (cause instanceof RecordTooLargeException) {

@@ -16,6 +16,8 @@ import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -99,5 +101,66 @@ class KafkaPublisherTest {
                     .isInstanceOf(Retry.GaveUpException.class).hasMessageContaining("not authorized to write to [orders.Order]")
                     .hasMessageContaining("grant WRITE and DESCRIBE");
         }
+    }
+
+    @Test
+    void theFirstRecordOfEachNewPartitionIsAcknowledgedBeforeAnyOtherIsSentToIt() throws Exception {
+        // KAFKA-15591: two requests in flight to a partition the broker is still creating can lose or stall the first.
+        var partitions = List.of(new PartitionInfo("orders.Order", 0, null, null, null), new PartitionInfo("orders.Order", 1, null, null, null));
+        var cluster = new Cluster("c", List.of(), partitions, java.util.Set.of(), java.util.Set.of());
+        var log = new java.util.ArrayList<String>();
+        // As KafkaProducer places a keyed record without a custom partitioner (MockProducer's own default differs).
+        var builtIn = new org.apache.kafka.clients.producer.Partitioner() {
+            @Override
+            public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes, Cluster c) {
+                return org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(keyBytes))
+                        % c.partitionsForTopic(topic).size();
+            }
+
+            @Override
+            public void close() {
+            }
+
+            @Override
+            public void configure(Map<String, ?> configs) {
+            }
+        };
+        var producer = new MockProducer<>(cluster, true, builtIn, new ByteArraySerializer(), new ByteArraySerializer()) {
+            @Override
+            public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> record, Callback callback) {
+                log.add("send " + new String(record.key()));
+                return super.send(record, callback);
+            }
+
+            @Override
+            public synchronized void flush() {
+                log.add("flush");
+                super.flush();
+            }
+        };
+        // Keys by partition, as the default partitioner places them (murmur2 of the key, modulo 2).
+        var byPartition = new java.util.TreeMap<Integer, List<String>>();
+        for (int i = 0; byPartition.values().stream().mapToInt(List::size).min().orElse(0) < 2 || byPartition.size() < 2; i++) {
+            String key = "agg-" + i;
+            int p = org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(key.getBytes())) % 2;
+            byPartition.computeIfAbsent(p, x -> new java.util.ArrayList<>()).add(key);
+        }
+        String a1 = byPartition.get(0).get(0);
+        String a2 = byPartition.get(0).get(1);
+        String b1 = byPartition.get(1).get(0);
+        String b2 = byPartition.get(1).get(1);
+        try (var publisher = new KafkaPublisher(() -> producer, FAST, RouterListener.NONE, TopicProbe.NONE)) {
+            publisher.send(List.of(record(a1), record(a2), record(b1), record(b2)));
+            assertThat(log).containsExactly("send " + a1, "flush", "send " + b1, "flush", "send " + a2, "send " + b2, "flush");
+
+            log.clear();
+            publisher.send(List.of(record(a1), record(b1)));
+            assertThat(log).as("partitions written before are not new").containsExactly("send " + a1, "send " + b1, "flush");
+        }
+        assertThat(producer.history()).extracting(r -> new String(r.key())).containsExactly(a1, b1, a2, b2, a1, b1);
+    }
+
+    private static ProducerRecord<byte[], byte[]> record(String key) {
+        return new ProducerRecord<>("orders.Order", key.getBytes(), "{}".getBytes());
     }
 }
