@@ -23,4 +23,16 @@ class RunnableJarIT {
             assertThat(Modifier.isStatic(writer.getDeclaredField("OM").getModifiers())).as("one shared ObjectMapper").isTrue();
         }
     }
+
+    @Test
+    void itCarriesOnlyTheRecordProcessorThatConvertsOnThePollingThread() throws Exception {
+        String name = "io/debezium/embedded/async/ParallelSmtAndConvertBatchProcessor.class";
+        try (var j = new JarFile(jar.toFile())) {
+            assertThat(j.stream().filter(e -> e.getName().equals(name)).count()).isEqualTo(1);
+        }
+        try (var loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
+            var processor = Class.forName("io.debezium.embedded.async.ParallelSmtAndConvertBatchProcessor", false, loader);
+            assertThat(processor.getField("INLINE").getBoolean(null)).isTrue();
+        }
+    }
 }
