@@ -35,4 +35,16 @@ class RunnableJarIT {
             assertThat(processor.getField("INLINE").getBoolean(null)).isTrue();
         }
     }
+
+    @Test
+    void itCarriesOnlyTheChangeEventQueueThatDoesNotSpin() throws Exception {
+        String name = "io/debezium/connector/base/ChangeEventQueue.class";
+        try (var j = new JarFile(jar.toFile())) {
+            assertThat(j.stream().filter(e -> e.getName().equals(name)).count()).isEqualTo(1);
+        }
+        try (var loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
+            var queue = Class.forName("io.debezium.connector.base.ChangeEventQueue", false, loader);
+            assertThat(queue.getField("NO_SPIN").getBoolean(null)).isTrue();
+        }
+    }
 }
