@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
@@ -54,8 +55,8 @@ public final class KafkaPublisher implements EventSink {
     private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
     /** Topics and partitions a record of this publisher was acknowledged on: not new any more. Engine thread only. */
-    private final java.util.Set<String> writtenTopics = new HashSet<>();
-    private final java.util.Set<TopicPartition> written = new HashSet<>();
+    private final Set<String> writtenTopics = new HashSet<>();
+    private final Set<TopicPartition> written = new HashSet<>();
 
     /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
     public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
@@ -170,7 +171,8 @@ public final class KafkaPublisher implements EventSink {
      * new partition never has two produce requests of ours in flight: a broker that has not yet applied a topic's
      * creation refuses the first with NOT_LEADER_OR_FOLLOWER, may append the second, and then refuses every retry of
      * the first as out of sequence until the delivery timeout (KAFKA-15591: a plain producer loses those records; this
-     * router sent the batch again after a minute, with duplicates). Costs one round trip per new partition.
+     * router sent the batch again after a minute, with duplicates). Costs at most two round trips for a batch that
+     * reaches new partitions.
      */
     private List<Integer> firstRecordsOfNewPartitions(List<ProducerRecord<byte[], byte[]>> records, boolean[] sent) {
         var firsts = new ArrayList<Integer>();
