@@ -36,6 +36,26 @@ final class BenchDb {
         return db;
     }
 
+    /**
+     * The publications of a router with {@code shards} shards over {@code bench_pub}'s table, created (once) before any
+     * backlog is written: a slot decodes with the catalog as it was when each change was written.
+     */
+    void createShardPublications(int shards) throws SQLException {
+        for (int i = 0; i < shards; i++) {
+            String name = "bench_pub_shard_" + i + "_of_" + shards;
+            try (var c = connect(); var ps = c.prepareStatement("SELECT 1 FROM pg_publication WHERE pubname = ?")) {
+                ps.setString(1, name);
+                try (var rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        continue;
+                    }
+                }
+            }
+            execute("CREATE PUBLICATION " + name + " FOR TABLE public.outbox WHERE ((hashtext(aggregateid::text) & 2147483647) % "
+                    + shards + " = " + i + ") WITH (publish = 'insert')");
+        }
+    }
+
     static BenchDb mariadb(MariaDbServer server) throws SQLException {
         var db = new BenchDb(server, server.createDatabase("bench"), false);
         db.execute("""

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -29,6 +30,9 @@ public final class Benchmark {
     static final Logger LOG = LoggerFactory.getLogger(Benchmark.class);
 
     private final boolean quick = "quick".equals(System.getProperty("bench.profile"));
+    /** {@code BENCH_SHARDS}: the shard counts of the sharded router's drains (2 and 4 by default; empty: none). */
+    private static final List<Integer> SHARDS = Arrays.stream(System.getenv().getOrDefault("BENCH_SHARDS", "2,4").split(","))
+            .map(String::trim).filter(t -> !t.isEmpty()).map(Integer::parseInt).toList();
     private final Set<String> only = Set.of(System.getProperty("bench.only", "").split(","));
     private final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
     private final int repeat = Integer.getInteger("bench.repeat", quick ? 1 : 3);
@@ -51,13 +55,14 @@ public final class Benchmark {
         return jar;
     }
 
-    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, debezium-server, relay; all when unset. */
+    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, shards, debezium-server, relay; all when unset. */
     private static boolean wanted(Contender c) {
         String list = System.getenv("BENCH_CONTENDERS");
         if (list == null || list.isBlank()) {
             return true;
         }
-        String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare" : c instanceof RouterContender ? "router"
+        String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare"
+                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : "router")
                 : c instanceof DebeziumServerContender ? "debezium-server" : "relay";
         return List.of(list.split(",")).contains(key);
     }
@@ -105,26 +110,37 @@ public final class Benchmark {
      */
     private void throughput(BenchDb db, int txnSize, long events, int round) throws Exception {
         var contenders = new ArrayList<Contender>();
-        var slots = new ArrayList<String>();
+        var slots = new ArrayList<List<String>>();
         contenders.add(new RawSlotReader(db, "raw_t" + txnSize));
-        slots.add("raw_t" + txnSize);
+        slots.add(List.of("raw_t" + txnSize));
         contenders.add(new BareDebezium(db, "bare_t" + txnSize, true));
-        slots.add("bare_t" + txnSize);
+        slots.add(List.of("bare_t" + txnSize));
         contenders.add(new BareDebezium(db, "barenotx_t" + txnSize, false));
-        slots.add("barenotx_t" + txnSize);
+        slots.add(List.of("barenotx_t" + txnSize));
         var router = new RouterContender(db, "router-t" + txnSize + "-" + round, "bench-router-t" + txnSize + "-" + round, bootstrap,
                 out, freePort());
         contenders.add(router);
-        slots.add(router.slot());
+        slots.add(router.slots());
+        for (int shards : SHARDS) {
+            var sharded = new RouterContender(db, "router" + shards + "s-t" + txnSize + "-" + round,
+                    "bench-router" + shards + "s-t" + txnSize + "-" + round, bootstrap, out, freePort(), shards);
+            if (wanted(sharded)) {
+                db.createShardPublications(shards);
+            }
+            contenders.add(sharded);
+            slots.add(sharded.slots());
+        }
         // Its slot names its topics: a name per round, or a round's consumer would count an earlier round's records.
         var dbz = debeziumServer(db, "dbzs_t" + txnSize + "_" + round);
         if (dbz.isPresent()) {
             contenders.add(dbz.get());
-            slots.add("dbzs_t" + txnSize + "_" + round);
+            slots.add(List.of("dbzs_t" + txnSize + "_" + round));
         }
         for (int i = 0; i < contenders.size(); i++) {
             if (wanted(contenders.get(i))) {
-                db.createSlot(slots.get(i));
+                for (String slot : slots.get(i)) {
+                    db.createSlot(slot);
+                }
             }
         }
         LOG.info("Round {}: writing a backlog of {} events in {}-row transactions", round, events, txnSize);
@@ -149,7 +165,7 @@ public final class Benchmark {
                 results.notes.add(c.name() + " (" + txnSize + "-row, round " + round + "): failed: "
                         + e.getMessage().lines().findFirst().orElse(""));
             }
-            db.dropSlot(slots.get(i));
+            slots.get(i).forEach(db::dropSlot);
         }
     }
 

@@ -16,10 +16,17 @@ final class RouterContender implements Contender {
     private final Path dir;
     private final int port;
     private final String topicPrefix;
+    private final int shards;
     private ChildProcess process;
     private KafkaArrivals kafka;
 
     RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port) {
+        this(db, name, topicPrefix, bootstrap, dir, port, 1);
+    }
+
+    /** @param shards {@code source.postgres.shards}: one slot, publication and engine per shard in the one process */
+    RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port, int shards) {
+        this.shards = shards;
         this.db = db;
         this.name = name;
         this.bootstrap = bootstrap;
@@ -30,11 +37,21 @@ final class RouterContender implements Contender {
 
     @Override
     public String name() {
-        return db.postgres ? NAME : NAME + " (MariaDB)";
+        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : NAME;
+    }
+
+    int shards() {
+        return shards;
     }
 
     String slot() {
         return name.replace('-', '_');
+    }
+
+    /** The slots it reads: one, or one per shard. */
+    List<String> slots() {
+        return shards == 1 ? List.of(slot())
+                : java.util.stream.IntStream.range(0, shards).mapToObj(i -> slot() + "_shard_" + i + "_of_" + shards).toList();
     }
 
     @Override
@@ -47,8 +64,8 @@ final class RouterContender implements Contender {
                   user: %s
                   password: "%s"
                   tables: [public.outbox]
-                  postgres: { slot: %s, publication: bench_pub }
-                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot())
+                  postgres: { slot: %s, publication: bench_pub, shards: %d }
+                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot(), shards)
                 : """
                 source:
                   kind: mariadb

@@ -37,6 +37,11 @@ public record Check(String name, boolean ok, String detail, String fix) {
                 "add the column(s), or name the table's own columns under outbox.columns and outbox.headers");
     }
 
+    /** This check under the name of the part it is about, e.g. {@code shard 0 of 4: publication}. */
+    public Check of(String part) {
+        return new Check(part + ": " + name, ok, detail, fix);
+    }
+
     /** One line for an operator: the failed check, what was seen, and the fix. */
     public String problem() {
         return name + ": " + detail + (fix.isEmpty() ? "" : "; fix: " + fix);

@@ -1,6 +1,9 @@
 package io.outboxrouter.cdc;
 
+import io.outboxrouter.config.Shard;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /** The Postgres DDL the router runs or prints (the {@code schema} command): one text for each, used by both. */
 public final class PostgresDdl {
@@ -26,5 +29,56 @@ public final class PostgresDdl {
     public static String createPublication(String publication, List<String> tables, boolean viaRoot) {
         return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables)
                 + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
+    }
+
+    /**
+     * A shard's heartbeat: a shard's publication carries inserts only (see {@link #createShardPublication}), so the row is
+     * deleted and inserted again rather than updated.
+     */
+    static String shardHeartbeat(String table, String shardName) {
+        String name = "'" + shardName.replace("'", "''") + "'";
+        return "DELETE FROM " + table + " WHERE router_name = " + name + "; INSERT INTO " + table + " (router_name, beat_at) VALUES ("
+                + name + ", now())";
+    }
+
+    /**
+     * The hash Postgres computes of an aggregate id column of this type (as {@code format_type} names it), for the row
+     * filter of a shard's publication (which allows only built-in immutable functions, and no casts through text); null
+     * for a type without one.
+     */
+    public static String aggregateHash(String column, String type) {
+        return switch (type) {
+            case "text", "character varying", "character" -> "hashtext(" + column + "::text)";
+            case "uuid" -> "uuid_hash(" + column + ")";
+            case "bigint" -> "hashint8(" + column + ")";
+            case "integer" -> "hashint4(" + column + ")";
+            case "smallint" -> "hashint2(" + column + ")";
+            default -> null;
+        };
+    }
+
+    /** The rows of one shard: the aggregate id's hash, made non-negative, modulo the number of shards. */
+    public static String shardFilter(String hash, Shard shard) {
+        return "(" + hash + " & 2147483647) % " + shard.count() + " = " + shard.index();
+    }
+
+    /**
+     * The publication of one shard: each outbox table's rows of that shard and the shard's heartbeat row, inserts only.
+     * Only inserts, because a publication that also publishes updates or deletes makes Postgres refuse every UPDATE and
+     * DELETE of a table whose row filter reads a column outside its replica identity (the outbox's cleanup jobs).
+     *
+     * @param filters        outbox table to its row filter ({@link #shardFilter})
+     * @param heartbeatTable the heartbeat table, or null
+     * @param shardName      the shard's name, whose heartbeat row it publishes
+     */
+    public static String createShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
+                                                String shardName, boolean viaRoot) {
+        var tables = new ArrayList<String>();
+        filters.forEach((table, filter) -> tables.add(table + " WHERE (" + filter + ")"));
+        if (heartbeatTable != null) {
+            tables.add(heartbeatTable + " WHERE (router_name = '" + shardName.replace("'", "''") + "')");
+        }
+        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables) + " WITH (publish = 'insert'"
+                + (viaRoot ? ", publish_via_partition_root = true" : "") + ")";
     }
 }

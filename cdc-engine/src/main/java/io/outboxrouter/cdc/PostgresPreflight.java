@@ -7,9 +7,13 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,21 +28,37 @@ final class PostgresPreflight {
     private PostgresPreflight() {
     }
 
-    static void run(SourceConfig source, Collection<String> columns) {
-        var failed = checks(source, columns).stream().filter(c -> !c.ok()).map(Check::problem).toList();
+    /**
+     * Checks every prerequisite, then creates the heartbeat table and the publication when missing.
+     *
+     * @param routerName the router's name; a shard's ({@code orders-shard-0-of-4}) names its heartbeat row
+     * @return a shard's row filter per outbox table (for its snapshot); empty when not sharded
+     */
+    static Map<String, String> run(String routerName, SourceConfig source, Collection<String> columns, String aggregateId) {
+        var failed = checks(routerName, source, columns, aggregateId).stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
         var conn = source.connection();
+        var pg = source.postgres();
         try (Connection c = conn.open()) {
-            if (source.postgres().heartbeat()) {
-                ensureHeartbeatTable(c, source.postgres().heartbeatTable());
+            if (pg.heartbeat()) {
+                ensureHeartbeatTable(c, pg.heartbeatTable());
             }
-            ensurePublication(c, source.postgres().publication(), published(source));
+            if (pg.shard() == null) {
+                ensurePublication(c, pg.publication(), PostgresDdl.createPublication(pg.publication(), published(source),
+                        anyPartitioned(c, published(source))), published(source));
+                return Map.of();
+            }
+            var filters = shardFilters(c, source, aggregateId, new ArrayList<>());
+            ensurePublication(c, pg.publication(), PostgresDdl.createShardPublication(pg.publication(), filters,
+                    pg.heartbeat() ? pg.heartbeatTable() : null, routerName, anyPartitioned(c, source.tables())), source.tables());
+            return filters;
         } catch (SQLException e) {
             throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
         }
     }
+
 
     private static List<String> published(SourceConfig source) {
         var tables = new ArrayList<>(source.tables());
@@ -49,7 +69,7 @@ final class PostgresPreflight {
     }
 
     /** Every prerequisite, checked; a connection failure is one failed check. */
-    static List<Check> checks(SourceConfig source, Collection<String> columns) {
+    static List<Check> checks(String routerName, SourceConfig source, Collection<String> columns, String aggregateId) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
@@ -70,7 +90,12 @@ final class PostgresPreflight {
                     checks.add(Check.columns(t, columns(c, t), columns));
                 }
             }
-            checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
+            checks.add(layoutCheck(c, source.postgres()));
+            if (source.postgres().shard() == null) {
+                checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
+            } else {
+                checks.addAll(shardChecks(c, routerName, source, aggregateId));
+            }
         } catch (SQLException e) {
             checks.add(Check.connectionFailed(conn.url(), e));
         }
@@ -182,6 +207,146 @@ final class PostgresPreflight {
                 "ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
     }
 
+    /**
+     * The slots of this router's other shard layouts (unsharded, or another number of shards): they hold what was
+     * committed since that layout last stored its position, which this layout's slots do not have.
+     */
+    private static Check layoutCheck(Connection c, SourceConfig.PostgresSource pg) throws SQLException {
+        String base = pg.shard() == null ? pg.slot() : pg.slot().substring(0, pg.slot().length() - pg.shard().suffix().length());
+        var layout = Pattern.compile(Pattern.quote(base) + "(?:_shard_(\\d+)_of_(\\d+))?");
+        var foreign = new ArrayList<String>();
+        try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE left(slot_name, length(?)) = ? ORDER BY slot_name")) {
+            ps.setString(1, base);
+            ps.setString(2, base);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    var m = layout.matcher(rs.getString(1));
+                    int count = !m.matches() ? -1 : m.group(2) == null ? 1 : Integer.parseInt(m.group(2));
+                    if (count > 0 && count != pg.shards()) {
+                        foreign.add(rs.getString(1));
+                    }
+                }
+            }
+        }
+        String now = pg.shards() == 1 ? "not sharded" : pg.shards() + " shards";
+        if (foreign.isEmpty()) {
+            return Check.pass("shard layout", "no slots of another shard layout (" + now + ")");
+        }
+        String drop = String.join("; ", foreign.stream().map(f -> "SELECT pg_drop_replication_slot('" + f + "')").toList());
+        return Check.fail("shard layout", "replication slot" + (foreign.size() == 1 ? " " : "s ") + String.join(", ", foreign)
+                        + " of this router's earlier shard layout exist, and the router is now " + now + " (source.postgres.shards): "
+                        + "what was committed since that layout last stored its position is only in " + (foreign.size() == 1 ? "that slot" : "those slots"),
+                "go back to the earlier layout; or change it without losing events: stop writing to the outbox, run the router once "
+                        + "with the earlier layout (run --once), then drop its slots (" + drop + ") and publications, and start with "
+                        + "the new layout");
+    }
+
+    /** A shard's prerequisites: Postgres 15+ (row filters), an aggregate id Postgres can hash, its own publication. */
+    private static List<Check> shardChecks(Connection c, String routerName, SourceConfig source, String aggregateId) throws SQLException {
+        var checks = new ArrayList<Check>();
+        var pg = source.postgres();
+        int version = Integer.parseInt(scalar(c, "SHOW server_version_num"));
+        if (version < 150000) {
+            checks.add(Check.fail("shards", "shards need Postgres 15 or later (publication row filters); this server is "
+                    + scalar(c, "SHOW server_version"), "remove source.postgres.shards and source.postgres.shard"));
+            return checks;
+        }
+        var problems = new ArrayList<Check>();
+        var filters = shardFilters(c, source, aggregateId, problems);
+        checks.addAll(problems);
+        if (!problems.isEmpty()) {
+            return checks;
+        }
+        String create = PostgresDdl.createShardPublication(pg.publication(), filters, pg.heartbeat() ? pg.heartbeatTable() : null,
+                routerName, anyPartitioned(c, source.tables()));
+        var published = rowFilters(c, pg.publication());
+        if (published.isEmpty()) {
+            checks.add(Check.pass("publication", "publication " + pg.publication() + " will be created on first start (" + create
+                    + "; this needs ownership of the tables, else run it as their owner)"));
+            return checks;
+        }
+        var wrong = new ArrayList<String>();
+        try (var ps = c.prepareStatement("SELECT pubupdate OR pubdelete OR pubtruncate FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, pg.publication());
+            try (var rs = ps.executeQuery()) {
+                if (rs.next() && rs.getBoolean(1)) {
+                    wrong.add("it publishes more than inserts (then Postgres refuses UPDATE and DELETE on the outbox tables)");
+                }
+            }
+        }
+        var expected = new LinkedHashMap<>(filters);
+        if (pg.heartbeat()) {
+            expected.put(pg.heartbeatTable(), "router_name = '" + routerName + "'");
+        }
+        expected.forEach((table, filter) -> {
+            if (!published.get().containsKey(table)) {
+                wrong.add("it does not publish " + table);
+            } else if (!normalized(filter).equals(normalized(published.get().get(table)))) {
+                wrong.add("it filters " + table + " by " + published.get().get(table) + ", not by " + filter);
+            }
+        });
+        checks.add(wrong.isEmpty() ? Check.pass("publication", "publication " + pg.publication() + " publishes " + routerName
+                        + "'s rows of " + String.join(", ", expected.keySet()))
+                : Check.fail("publication", "publication " + pg.publication() + " is not " + routerName + "'s: "
+                        + String.join("; ", wrong) + ", so events would be missed or published twice",
+                "DROP PUBLICATION " + pg.publication() + "; " + create));
+        return checks;
+    }
+
+    /** A row filter as text, without what Postgres adds when it prints one back: parentheses, spaces, casts to text. */
+    private static String normalized(String filter) {
+        return filter == null ? "" : filter.replace("::text", "").replaceAll("[()\\s]", "");
+    }
+
+    /**
+     * The row filter of each outbox table for this shard, by its aggregate id column's type; a failed check for each table
+     * whose aggregate id Postgres cannot hash in a row filter.
+     */
+    private static Map<String, String> shardFilters(Connection c, SourceConfig source, String aggregateId, List<Check> problems)
+            throws SQLException {
+        var filters = new LinkedHashMap<String, String>();
+        for (String table : source.tables()) {
+            String type;
+            try (var ps = c.prepareStatement("SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = to_regclass(?) "
+                    + "AND attname = ? AND NOT attisdropped")) {
+                ps.setString(1, table);
+                ps.setString(2, aggregateId);
+                try (var rs = ps.executeQuery()) {
+                    type = rs.next() ? rs.getString(1) : null;
+                }
+            }
+            if (type == null) {
+                continue; // the table check names the missing table or column
+            }
+            String hash = PostgresDdl.aggregateHash(aggregateId, type);
+            if (hash == null) {
+                problems.add(Check.fail("shards", "the aggregate id column " + aggregateId + " of " + table + " is " + type
+                        + ", which a publication's row filter cannot hash", "shard an outbox whose aggregate id is text, varchar, "
+                        + "uuid or an integer type, or remove source.postgres.shards"));
+            } else {
+                filters.put(table, PostgresDdl.shardFilter(hash, source.postgres().shard()));
+            }
+        }
+        return filters;
+    }
+
+    /** The tables a publication publishes with their row filters (null: none), or empty when there is no such publication. */
+    private static Optional<Map<String, String>> rowFilters(Connection c, String publication) throws SQLException {
+        if (publishedTables(c, publication).isEmpty()) {
+            return Optional.empty();
+        }
+        var filters = new HashMap<String, String>();
+        try (var ps = c.prepareStatement("SELECT schemaname || '.' || tablename, rowfilter FROM pg_publication_tables WHERE pubname = ?")) {
+            ps.setString(1, publication);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    filters.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        }
+        return Optional.of(filters);
+    }
+
     private static String scalar(Connection c, String sql) throws SQLException {
         try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
             return rs.next() ? rs.getString(1) : null;
@@ -236,12 +401,11 @@ final class PostgresPreflight {
         }
     }
 
-    private static void ensurePublication(Connection c, String publication, List<String> tables) throws SQLException {
+    private static void ensurePublication(Connection c, String publication, String sql, List<String> tables) throws SQLException {
         if (publishedTables(c, publication).isPresent()) {
             LOG.info("Using existing publication {}", publication);
             return;
         }
-        String sql = PostgresDdl.createPublication(publication, tables, anyPartitioned(c, tables));
         try (var st = c.createStatement()) {
             st.execute(sql);
         } catch (SQLException e) {

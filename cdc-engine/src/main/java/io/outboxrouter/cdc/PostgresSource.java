@@ -22,6 +22,8 @@ final class PostgresSource implements Source {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final RouterConfig config;
+    /** A shard's row filter per outbox table, found by {@link #prepare()}: its snapshot reads only its rows. */
+    private volatile Map<String, String> shardFilters = Map.of();
 
     PostgresSource(RouterConfig config) {
         this.config = config;
@@ -29,12 +31,14 @@ final class PostgresSource implements Source {
 
     @Override
     public List<Check> checks() {
-        return PostgresPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config));
+        return PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
+                config.outbox().columns().aggregateId());
     }
 
     @Override
     public void prepare() {
-        PostgresPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
+        shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
+                config.outbox().columns().aggregateId());
     }
 
     @Override
@@ -55,10 +59,17 @@ final class PostgresSource implements Source {
             // The heartbeat row is written through the replication stream like any change, so the slot's confirmed
             // position moves with it; the router routes only outbox tables, so it publishes nothing.
             p.setProperty("heartbeat.interval.ms", Long.toString(pg.heartbeatInterval().toMillis()));
-            p.setProperty("heartbeat.action.query", PostgresDdl.heartbeat(pg.heartbeatTable(), config.name()));
+            p.setProperty("heartbeat.action.query", pg.shard() == null ? PostgresDdl.heartbeat(pg.heartbeatTable(), config.name())
+                    : PostgresDdl.shardHeartbeat(pg.heartbeatTable(), config.name()));
             String table = ConnectorProperties.regex(pg.heartbeatTable());
             p.setProperty("table.include.list", p.getProperty("table.include.list") + "," + table);
             p.setProperty("column.include.list", p.getProperty("column.include.list") + "," + table + "\\..+");
+        }
+        if (!shardFilters.isEmpty()) {
+            // A snapshot reads the table itself, not the publication: each shard reads only its rows.
+            p.setProperty("snapshot.select.statement.overrides", String.join(",", shardFilters.keySet()));
+            shardFilters.forEach((table, filter) -> p.setProperty("snapshot.select.statement.overrides." + table,
+                    "SELECT * FROM " + table + " WHERE " + filter));
         }
     }
 
@@ -86,7 +97,8 @@ final class PostgresSource implements Source {
 
     @Override
     public String describe() {
-        return "slot " + config.source().postgres().slot();
+        var pg = config.source().postgres();
+        return "slot " + pg.slot() + (pg.shard() == null ? "" : ", " + pg.shard());
     }
 
     @Override

@@ -25,6 +25,8 @@ public final class ConfigReference {
             new Entry("source.postgres.publication", "name, `-` as `_`", "publication; created with only `source.tables` when missing, used as it is when it exists"),
             new Entry("source.postgres.heartbeat-interval", "`0s` (off)", "how often the router writes its heartbeat row, so that a quiet outbox on a busy database does not pin WAL, e.g. `10s`"),
             new Entry("source.postgres.heartbeat-table", "`public.outbox_router_heartbeat`", "the heartbeat row's table: created when missing, and it must be in the publication (added when the router creates it)"),
+            new Entry("source.postgres.shards", "`1`", "Postgres 15+: split the outbox over this many replication slots by a hash of the aggregate id (each shard its own slot `<slot>_shard_<i>_of_<N>`, publication, offsets, lock and engine thread, in this process); order per aggregate is kept. See Sharding"),
+            new Entry("source.postgres.shard", "all", "`i/N`: run only shard i (from 0) of N in this process, for one process per shard"),
             new Entry("source.binlog.server-id", "derived from name", "MySQL/MariaDB: the replica id the router connects with; unique among the server's replicas"),
             new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start"),
             new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),

@@ -37,8 +37,14 @@ public final class EffectiveConfig {
         if (s.kind().isBinlog()) {
             source.put("binlog", map("server-id", s.binlog().serverId()));
         } else {
-            source.put("postgres", map("slot", s.postgres().slot(), "publication", s.postgres().publication(),
-                    "heartbeat-interval", Durations.format(s.postgres().heartbeatInterval()), "heartbeat-table", s.postgres().heartbeatTable()));
+            var pg = s.postgres();
+            var postgres = map("slot", pg.slot(), "publication", pg.publication(),
+                    "heartbeat-interval", Durations.format(pg.heartbeatInterval()), "heartbeat-table", pg.heartbeatTable());
+            postgres.put("shards", pg.shards());
+            if (pg.runs().size() < pg.shards()) {
+                postgres.put("shard", pg.runs().get(0) + "/" + pg.shards());
+            }
+            source.put("postgres", postgres);
         }
         source.put("snapshot", ConfigNode.lower(s.snapshot()));
         source.put("poll-interval", Durations.format(s.pollInterval()));

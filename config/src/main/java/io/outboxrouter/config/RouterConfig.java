@@ -1,6 +1,8 @@
 package io.outboxrouter.config;
 
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The whole, validated configuration of one router. Built once at startup by {@link RouterConfigLoader}.
@@ -20,6 +22,29 @@ public record RouterConfig(
 
     public RouterConfig {
         debezium = Map.copyOf(debezium);
+    }
+
+    /**
+     * The configuration of each stream this process runs: itself, unless the outbox is sharded; then one per shard it
+     * runs, each under its shard's name ({@code orders-shard-0-of-4}) with that shard's slot and publication.
+     */
+    public List<RouterConfig> shardConfigs() {
+        var pg = source.postgres();
+        if (!pg.sharded() || pg.shard() != null) {
+            return List.of(this);
+        }
+        return pg.runs().stream().map(i -> forShard(new Shard(i, pg.shards()))).toList();
+    }
+
+    /** The configuration of one shard of this router. */
+    public RouterConfig forShard(Shard shard) {
+        return new RouterConfig(shard.routerName(name), source.withPostgres(source.postgres().forShard(shard)), outbox, routing,
+                kafka, offsets, http, debezium);
+    }
+
+    /** The shard this configuration streams, when it is one shard's ({@link #shardConfigs()}). */
+    public Optional<Shard> shard() {
+        return Optional.ofNullable(source.postgres().shard());
     }
 
     /** The connection of the offset store: its own when configured, else the source database's. */

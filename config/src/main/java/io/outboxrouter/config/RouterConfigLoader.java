@@ -42,6 +42,7 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    private static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
     private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
     private static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
@@ -151,6 +152,36 @@ public final class RouterConfigLoader {
         if (!QUALIFIED_TABLE.matcher(heartbeatTable).matches()) {
             pg.problem(pg.key("heartbeat-table"), "must be a schema-qualified table name (was \"" + heartbeatTable + "\")");
         }
+        int count = pg.integer("shards", 1, 1, Shard.MAX_COUNT);
+        List<Integer> runs = Shard.all(count);
+        var only = pg.optionalString("shard");
+        if (only.isPresent()) {
+            var m = SHARD.matcher(only.get().trim());
+            int i = m.matches() ? Integer.parseInt(m.group(1)) : -1;
+            int of = m.matches() ? Integer.parseInt(m.group(2)) : -1;
+            if (i < 0 || of < 2 || of > Shard.MAX_COUNT || i >= of) {
+                pg.problem(pg.key("shard"), "must be i/N, this process's shard of N (2 to " + Shard.MAX_COUNT
+                        + "), numbered from 0: 0/4 to 3/4 (was \"" + only.get() + "\")");
+            } else if (pg.raw("shards").isPresent() && count != of) {
+                pg.problem(pg.key("shard"), "says " + of + " shards but source.postgres.shards says " + count + " (set one of them)");
+            } else {
+                count = of;
+                runs = List.of(i);
+            }
+        }
+        if (count > 1) {
+            String key = pg.key(only.isPresent() ? "shard" : "shards");
+            if (kind.isBinlog()) {
+                pg.problem(key, "shards split a Postgres outbox over several replication slots; a " + ConfigNode.lower(kind)
+                        + " source reads one binlog stream (remove it)");
+            }
+            String longestName = Shard.routerName(routerName, count - 1, count);
+            String longestSlot = slot + Shard.suffix(count - 1, count);
+            if (longestName.length() > 63 || longestSlot.length() > 63) {
+                pg.problem(key, "with " + count + " shards the names grow past Postgres's 63 characters (" + longestName + ", "
+                        + longestSlot + "): choose a shorter name or source.postgres.slot");
+            }
+        }
         var binlog = n.child("binlog");
         // A stable id per router name, in a range replicas rarely use; configurable when it collides.
         long defaultServerId = 184_000 + Math.floorMod(routerName.hashCode(), 100_000);
@@ -162,7 +193,8 @@ public final class RouterConfigLoader {
         }
         int batch = n.integer("max-batch-size", 2048, 1, 65536);
         return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication, heartbeat, heartbeatTable), new BinlogSource(serverId), snapshot, poll, batch);
+                new PostgresSource(slot, publication, heartbeat, heartbeatTable, count, runs, null),
+                new BinlogSource(serverId), snapshot, poll, batch);
     }
 
     private static OutboxConfig outbox(ConfigNode n) {

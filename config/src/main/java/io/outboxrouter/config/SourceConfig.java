@@ -24,16 +24,45 @@ public record SourceConfig(
         tables = List.copyOf(tables);
     }
 
+    /** This configuration with other Postgres settings. */
+    public SourceConfig withPostgres(PostgresSource pg) {
+        return new SourceConfig(kind, connection, address, tables, pg, binlog, snapshot, pollInterval, maxBatchSize);
+    }
+
     /**
      * Postgres replication settings.
      *
      * @param heartbeatInterval how often the router writes its heartbeat row, so that a quiet outbox on a busy database
      *                          does not pin WAL; zero turns it off
      * @param heartbeatTable    where; it must be in the publication (the router adds it when it creates the publication)
+     * @param shards            how many shards the outbox is split into ({@code source.postgres.shards}); 1: not sharded
+     * @param runs              the shards this process runs: all, or one ({@code source.postgres.shard: i/N})
+     * @param shard             set in a shard's own configuration ({@link RouterConfig#shardConfigs()}), whose slot and
+     *                          publication are that shard's; null otherwise
      */
-    public record PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable) {
+    public record PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable,
+                                 int shards, List<Integer> runs, Shard shard) {
+        public PostgresSource {
+            runs = List.copyOf(runs);
+        }
+
+        public PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable) {
+            this(slot, publication, heartbeatInterval, heartbeatTable, 1, List.of(0), null);
+        }
+
         public boolean heartbeat() {
             return !heartbeatInterval.isZero();
+        }
+
+        /** Whether the outbox is split over several slots. */
+        public boolean sharded() {
+            return shards > 1;
+        }
+
+        /** The settings of one shard: its own slot and publication. */
+        PostgresSource forShard(Shard s) {
+            return new PostgresSource(slot + s.suffix(), publication + s.suffix(), heartbeatInterval, heartbeatTable, shards,
+                    List.of(s.index()), s);
         }
     }
 

@@ -67,7 +67,9 @@ class EffectiveConfigTest {
             "source.postgres.slot", "orders_slot",
             "source.postgres.publication", "orders_pub",
             "source.postgres.heartbeat-interval", "10s",
-            "source.postgres.heartbeat-table", "sales.beat");
+            "source.postgres.heartbeat-table", "sales.beat",
+            "source.postgres.shards", 4,
+            "source.postgres.shard", "1/4");
     private static final Map<String, Object> MARIADB = ordered(
             "source.kind", "mariadb",
             "source.url", "jdbc:mariadb://db:3307/shop",

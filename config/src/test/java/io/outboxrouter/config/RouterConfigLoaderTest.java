@@ -57,6 +57,43 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void shardsGiveEachShardItsOwnNameSlotAndPublication() {
+        var c = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  postgres:\n    shards: 3\n"), Map.of());
+        assertThat(c.source().postgres().shards()).isEqualTo(3);
+        var shards = c.shardConfigs();
+        assertThat(shards).extracting(RouterConfig::name)
+                .containsExactly("orders-router-shard-0-of-3", "orders-router-shard-1-of-3", "orders-router-shard-2-of-3");
+        assertThat(shards.get(2).source().postgres().slot()).isEqualTo("orders_router_shard_2_of_3");
+        assertThat(shards.get(2).source().postgres().publication()).isEqualTo("orders_router_shard_2_of_3");
+        assertThat(shards.get(2).shard()).contains(new Shard(2, 3));
+        assertThat(shards.get(2).shardConfigs()).containsExactly(shards.get(2));
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).shardConfigs()).hasSize(1).allMatch(s -> s.shard().isEmpty());
+
+        var one = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  postgres:\n    shard: 1/4\n"), Map.of());
+        assertThat(one.shardConfigs()).extracting(RouterConfig::name).containsExactly("orders-router-shard-1-of-4");
+        String printed = EffectiveConfig.toYaml(one);
+        assertThat(printed).contains("shards: 4");
+        assertThat(RouterConfigLoader.parse(printed.replace("'******'", "x"), Map.of()).source().postgres().runs()).containsExactly(1);
+    }
+
+    @Test
+    void badShardSettingsNameTheKeyAndTheValue() {
+        String pg = "  password: s3cret-pw\n  postgres:\n";
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shard: 4/4\n")))
+                .containsExactly("source.postgres.shard: must be i/N, this process's shard of N (2 to 64), numbered from 0: 0/4 to 3/4 (was \"4/4\")");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shard: 1/4\n    shards: 2\n")))
+                .containsExactly("source.postgres.shard: says 4 shards but source.postgres.shards says 2 (set one of them)");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shards: 0\n")))
+                .singleElement().asString().startsWith("source.postgres.shards: ");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shards: 2\n    slot: " + "s".repeat(55) + "\n")))
+                .singleElement().asString().startsWith("source.postgres.shards: with 2 shards the names grow past Postgres's 63 characters");
+        assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mysql://db:3306/app")
+                .replace("  password: s3cret-pw\n", "  kind: mysql\n  password: s3cret-pw\n" + "  postgres:\n    shards: 2\n")))
+                .containsExactly("source.postgres.shards: shards split a Postgres outbox over several replication slots; a mysql source "
+                        + "reads one binlog stream (remove it)");
+    }
+
+    @Test
     void everyProblemIsReportedAtOnceEachNamingItsKey() {
         var p = problems("""
                 source:

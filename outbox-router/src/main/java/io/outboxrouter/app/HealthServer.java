@@ -30,7 +30,7 @@ final class HealthServer implements AutoCloseable {
     }
 
     static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready,
-                              Supplier<RouterStatus> status, RouterMetrics metrics) {
+                              Supplier<String> statusJson, Supplier<String> statusPage, RouterMetrics metrics) {
         try {
             var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
             var executor = Executors.newFixedThreadPool(THREADS, r -> {
@@ -42,12 +42,12 @@ final class HealthServer implements AutoCloseable {
             server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
             server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
             server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape()));
-            server.createContext("/status", ex -> send(ex, 200, "application/json", status.get().toJson()));
+            server.createContext("/status", ex -> send(ex, 200, "application/json", statusJson.get()));
             server.createContext("/", ex -> {
                 if (!"/".equals(ex.getRequestURI().getPath())) {
                     send(ex, 404, "text/plain; charset=utf-8", "not found; see / for the status page\n");
                 } else {
-                    send(ex, 200, "text/html; charset=utf-8", StatusPage.render(status.get()));
+                    send(ex, 200, "text/html; charset=utf-8", statusPage.get());
                 }
             });
             server.start();

@@ -1,32 +1,26 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.CdcEngine;
-import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
-import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.metrics.RouterMetrics;
-import io.outboxrouter.offsets.OffsetTable;
-import io.outboxrouter.offsets.OffsetTableSettings;
-import io.outboxrouter.offsets.RouterLock;
-import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The composition root: wires config -> metrics -> Kafka sink -> routing -> status and HTTP -> leadership -> engine
- * (with its offset store), with plain constructors, and stops them in the reverse order. One process per router name
- * streams ({@link Leadership}); another started with the same name stands by until the lock is free.
+ * The composition root: wires config -> metrics -> one {@link SourceStream} per replication stream (Kafka sink ->
+ * routing -> leadership -> engine with its offset store) -> status and HTTP, with plain constructors, and stops them in
+ * the reverse order. A router reads one stream; a sharded Postgres router ({@code source.postgres.shards}) one per
+ * shard, each with its own slot, offsets, lock and producer, behind one health endpoint, one status page and one set of
+ * metrics (labelled by shard). One process per stream streams; another started with the same name stands by.
  *
  * <p>One record's way: {@link CdcEngine} (Debezium, source order, per-kind details in {@link Source}) ->
  * {@link OutboxBatchHandler} -> {@link OutboxRouting} (pure: change in, Kafka record or rejection out) ->
@@ -34,42 +28,22 @@ import org.slf4j.LoggerFactory;
  */
 public final class Router implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
-    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
 
     private final RouterConfig config;
-    private final Source source;
-    private final EventSink sink;
-    private final OutboxBatchHandler handler;
+    private final List<SourceStream> streams;
     private final RouterMetrics metrics;
-    private final ScheduledExecutorService timer;
-    private final Leadership leadership;
-    private final boolean acceptGap;
+    private final boolean sharded;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
-    private volatile CdcEngine engine;
-    private volatile boolean activatedBefore;
+    private final List<RecentProblems> problems = new ArrayList<>();
+    private final List<StatusReport> status = new ArrayList<>();
     private volatile boolean closed;
-    private Optional<SlotMonitor> monitor = Optional.empty();
-    private RecentProblems problems;
-    private StatusReport status;
     private HealthServer http;
 
-    private Router(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics,
-                   boolean acceptGap) {
+    private Router(RouterConfig config, List<SourceStream> streams, RouterMetrics metrics, boolean sharded) {
         this.config = config;
-        this.acceptGap = acceptGap;
-        this.source = source;
-        this.sink = sink;
-        this.handler = handler;
+        this.streams = List.copyOf(streams);
         this.metrics = metrics;
-        var lockTimer = new ScheduledThreadPoolExecutor(1, r -> {
-            var t = new Thread(r, "router-" + config.name());
-            t.setDaemon(true);
-            return t;
-        });
-        // On shutdown, a scheduled retry of the lock is dropped; only a task already running is waited for.
-        lockTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
-        this.timer = lockTimer;
-        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
+        this.sharded = sharded;
     }
 
     /**
@@ -85,17 +59,26 @@ public final class Router implements AutoCloseable {
      * (a dropped slot, deleted offsets, an expired binlog) is forgotten, and what is skipped is logged, instead of refused.
      */
     public static Router start(RouterConfig config, boolean acceptGap) {
-        var metrics = new RouterMetrics(config.name());
-        var sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
-        var pg = config.source().postgres();
-        var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
-        var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
-        var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-        var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics);
-        var router = new Router(config, Source.of(config), sink, handler, metrics, acceptGap);
+        boolean sharded = !config.source().kind().isBinlog() && config.source().postgres().sharded();
+        var metrics = sharded ? RouterMetrics.sharded(config.name()) : new RouterMetrics(config.name());
+        var streams = new ArrayList<SourceStream>();
+        try {
+            for (var c : config.shardConfigs()) {
+                streams.add(SourceStream.create(c, sharded ? metrics.shard(c.shard().orElseThrow().index()) : metrics, acceptGap));
+            }
+        } catch (RuntimeException e) {
+            streams.forEach(SourceStream::close);
+            metrics.close();
+            throw e;
+        }
+        var router = new Router(config, streams, metrics, sharded);
         try {
             router.observe();
-            router.leadership.start(router.new LeadershipListener());
+            String health = router.http == null ? ""
+                    : ", health on http://" + config.http().host() + ":" + router.http.port() + "/health/ready";
+            for (var s : streams) {
+                s.start(health);
+            }
             return router;
         } catch (RuntimeException e) {
             router.close();
@@ -103,83 +86,62 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    /** Metrics, the status report and the HTTP endpoints: up while standing by too. */
+    /** The status reports and the HTTP endpoints (up while standing by too); the router's completion. */
     private void observe() {
-        monitor = source.monitor();
-        monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
-        metrics.streaming(this::isStreaming);
-        metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
-        problems = RecentProblems.attach(config.name());
-        if (config.http().enabled()) {
-            status = new StatusReport(config, metrics, monitor, problems);
-            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isReady,
-                    () -> status.read(state()), metrics);
-        }
-    }
-
-    /** What the router does as its lock comes and goes. */
-    private final class LeadershipListener implements Leadership.Listener {
-        /** Holds the lock: takes a new fencing token, checks the source and starts the engine. */
-        @Override
-        public void activated(RouterLock lock) {
-            long fence;
-            try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-                table.createIfMissing();
-                fence = table.nextFence(config.name());
+        for (var s : streams) {
+            var recent = RecentProblems.attach(s.config().name());
+            problems.add(recent);
+            if (config.http().enabled()) {
+                status.add(new StatusReport(s.config(), s.metrics(), s.monitor(), recent));
             }
-            // --accept-gap is for the start it was given to, not for a later take-over.
-            var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
-            activatedBefore = true;
-            engine = started;
-            started.completion().whenComplete((v, e) -> {
-                if (engine != started || closed) {
-                    return; // stopped because the lock was lost (the router goes on), or because the router stops
-                }
+            s.completion().whenComplete((v, e) -> {
                 if (e == null) {
                     completion.complete(null);
                 } else {
                     completion.completeExceptionally(e);
                 }
             });
-            LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), config.source().tables(),
-                    config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence,
-                    http == null ? "" : ", health on http://" + config.http().host() + ":" + http.port() + "/health/ready");
         }
-
-        @Override
-        public void lost(String why) {
-            var stopping = engine;
-            engine = null;
-            if (stopping != null) {
-                stopping.abort();
-            }
-        }
-
-        @Override
-        public void failed(Throwable error) {
-            completion.completeExceptionally(error);
+        if (config.http().enabled()) {
+            http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isReady,
+                    this::statusJson, this::statusPage, metrics);
         }
     }
 
+    private String statusJson() {
+        return sharded ? RouterStatus.toJson(config.name(), state(), statuses()) : statuses().get(0).toJson();
+    }
+
+    private String statusPage() {
+        return sharded ? StatusPage.render(config.name(), state(), statuses()) : StatusPage.render(statuses().get(0));
+    }
+
+    private List<RouterStatus> statuses() {
+        var list = new ArrayList<RouterStatus>();
+        for (int i = 0; i < streams.size(); i++) {
+            list.add(status.get(i).read(completion.isDone() ? RouterState.STOPPED : streams.get(i).state()));
+        }
+        return list;
+    }
+
+    /** The state of the whole router: the furthest from streaming among its streams. */
     private RouterState state() {
         return completion.isDone() ? RouterState.STOPPED
-                : !isActive() ? ("the database".equals(leadership.waitingFor()) ? RouterState.WAITING : RouterState.STANDBY)
-                : isStreaming() ? RouterState.STREAMING : RouterState.CONNECTING;
+                : streams.stream().map(SourceStream::state).max(Comparator.naturalOrder()).orElse(RouterState.STOPPED);
     }
 
-    /** Whether this process reads the replication stream (from memory: the connector's own state, no query). */
+    /** Whether this process reads every one of its replication streams (from memory, no query). */
     public boolean isStreaming() {
-        var e = engine;
-        return e != null && !completion.isDone() && e.isStreaming();
+        return !completion.isDone() && streams.stream().allMatch(SourceStream::isStreaming);
     }
 
     /**
-     * Ready: streaming, and the last offset write did not fail. A router whose position cannot be stored publishes, but a
-     * restart would send everything since again and a Postgres slot keeps its WAL: not ready, and it stops after a few.
+     * Ready: streaming, and the last offset write did not fail, on every stream. A router whose position cannot be
+     * stored publishes, but a restart would send everything since again and a Postgres slot keeps its WAL: not ready, and
+     * it stops after a few.
      */
     public boolean isReady() {
-        var e = engine;
-        return isStreaming() && e.offsetStore().map(s -> s.consecutiveFailures() == 0).orElse(true);
+        return !completion.isDone() && streams.stream().allMatch(SourceStream::isReady);
     }
 
     /** Waits until streaming, the router stops, or the timeout; returns whether it is streaming. */
@@ -190,43 +152,45 @@ public final class Router implements AutoCloseable {
         }
         boolean streaming = isStreaming();
         if (streaming) {
-            LOG.info("Router {} is streaming ({})", config.name(), source.describe());
+            LOG.info("Router {} is streaming ({})", config.name(),
+                    String.join(", ", streams.stream().map(SourceStream::describe).toList()));
         }
         return streaming;
     }
 
     /**
-     * Completes once every outbox row committed before this call is published and its position stored
+     * Completes once every outbox row committed before this call is published and its position stored, on every stream
      * ({@code run --once}). Call it once streaming.
      */
     public CompletableFuture<Void> drain() {
-        var e = engine;
-        if (e == null) {
-            return CompletableFuture.failedFuture(new IllegalStateException("router " + config.name() + " is not active"));
-        }
-        return e.drain();
+        return CompletableFuture.allOf(streams.stream().map(SourceStream::drain).toArray(CompletableFuture[]::new));
     }
 
-    /** Whether this process holds the router's lock (false while standing by or waiting for the database). */
+    /** Whether this process holds the lock of every one of its streams (false while one stands by or waits for the database). */
     public boolean isActive() {
-        return leadership.isActive();
+        return streams.stream().allMatch(SourceStream::isActive);
     }
 
-    /** While not active, what this process waits for ({@code the database}, {@code the other process}); null while active. */
+    /**
+     * While not active, what this process waits for ({@code the database}, {@code the other process}: another process
+     * streams one of its streams); null while active.
+     */
     public String waitingFor() {
-        return leadership.waitingFor();
+        var waiting = streams.stream().map(SourceStream::waitingFor).filter(w -> w != null).toList();
+        return waiting.isEmpty() ? null : waiting.stream().filter(w -> !"the database".equals(w)).findFirst().orElse(waiting.get(0));
     }
 
-    /** Completes when the router stops; exceptionally when it failed. */
+    /** Completes when the router stops; exceptionally when a stream failed. */
     public CompletableFuture<Void> completion() {
         return completion;
     }
 
+    /** The router's metrics; a sharded router's add up its shards'. */
     public RouterMetrics metrics() {
         return metrics;
     }
 
-    /** Ordered shutdown: engine (stores the last durable offset) -> Kafka sink -> lock -> HTTP and status -> timers. */
+    /** Ordered shutdown: streams (each stores its last durable offset), at once -> HTTP and status -> metrics. */
     @Override
     public void close() {
         synchronized (this) {
@@ -236,39 +200,24 @@ public final class Router implements AutoCloseable {
             closed = true;
         }
         LOG.info("Stopping router {}", config.name());
-        leadership.stopWatching(); // a lock check must not restart the stream while it stops
-        timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
         try {
-            if (!timer.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
-                LOG.warn("Router {}: the lock timer is still busy after {} s", config.name(), STOP_TIMEOUT.toSeconds());
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        try {
-            var e = engine;
-            if (e != null) {
-                e.close();
+            if (streams.size() == 1) {
+                streams.get(0).close();
+            } else {
+                // Each waits up to a few seconds for its batch in flight: in parallel, a stop takes as long as one.
+                CompletableFuture.allOf(streams.stream().map(s -> CompletableFuture.runAsync(s::close, r -> {
+                    var t = new Thread(r, "stop-" + s.config().name());
+                    t.start();
+                })).toArray(CompletableFuture[]::new)).join();
             }
         } finally {
-            try {
-                sink.close();
-            } finally {
-                leadership.close();
-                if (http != null) {
-                    http.close();
-                }
-                if (status != null) {
-                    status.close();
-                }
-                if (problems != null) {
-                    problems.detach();
-                }
-                monitor.ifPresent(SlotMonitor::close);
-                timer.shutdownNow();
-                metrics.close();
-                completion.complete(null);
+            if (http != null) {
+                http.close();
             }
+            status.forEach(StatusReport::close);
+            problems.stream().filter(p -> p != null).forEach(RecentProblems::detach);
+            metrics.close();
+            completion.complete(null);
         }
         LOG.info("Router {} stopped after publishing {} events ({} dead letters, {} skipped)", config.name(),
                 metrics.publishedTotal(), metrics.deadLetteredTotal(), metrics.skippedTotal());

@@ -27,6 +27,21 @@ record RouterStatus(String router, RouterState state, String source, Instant sta
     }
 
     String toJson() {
+        return node().toString();
+    }
+
+    /** A sharded router: its state (streaming only when every shard streams) and each shard's status. */
+    static String toJson(String router, RouterState state, List<RouterStatus> shards) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("router", router).put("state", state.label()).put("streaming", state == RouterState.STREAMING)
+                .put("published", shards.stream().mapToLong(RouterStatus::published).sum())
+                .put("dead_letters", shards.stream().mapToLong(RouterStatus::deadLetters).sum());
+        var array = o.putArray("shards");
+        shards.forEach(s -> array.add(s.node()));
+        return o.toString();
+    }
+
+    private ObjectNode node() {
         ObjectNode o = JSON.createObjectNode();
         o.put("router", router).put("state", state.label()).put("streaming", streaming()).put("source", source)
                 .put("started_at", startedAt.toString()).put("published", published).put("dead_letters", deadLetters)
@@ -50,6 +65,6 @@ record RouterStatus(String router, RouterState state, String source, Instant sta
         var recent = o.putArray("recent_problems");
         problems.forEach(p -> recent.addObject().put("at", p.at().toString()).put("level", p.level()).put("logger", p.logger())
                 .put("message", p.message()));
-        return o.toString();
+        return o;
     }
 }

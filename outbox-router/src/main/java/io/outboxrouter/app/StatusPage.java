@@ -2,25 +2,69 @@ package io.outboxrouter.app;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 
-/** The HTML status page at {@code /}: one router's state, counters, throughput, offsets, slot and last problems. */
+/**
+ * The HTML status page at {@code /}: a router's state, counters, throughput, offsets, slot and last problems; for a sharded
+ * router, each shard's.
+ */
 final class StatusPage {
     private StatusPage() {
     }
 
     /** A page that refreshes itself every 10 s; no scripts, no external resources. */
     static String render(RouterStatus s) {
+        var h = head(s.router(), s.state());
+        body(h, s);
+        return tail(h);
+    }
+
+    /** The page of a sharded router: a line per shard, then each shard as the page of an unsharded router shows it. */
+    static String render(String router, RouterState state, List<RouterStatus> shards) {
+        var h = head(router, state);
+        h.append("<table><tr><th>shard</th><th>state</th><th>published</th><th>dead letters</th><th>offset stored</th>")
+                .append("<th>retained WAL</th></tr>");
+        for (var s : shards) {
+            h.append("<tr><td><a href=\"#").append(esc(s.router())).append("\"><code>").append(esc(s.router())).append("</code></a></td><td class=\"")
+                    .append(css(s.state())).append("\">").append(s.state().label()).append("</td><td>").append(s.published())
+                    .append("</td><td>").append(s.deadLetters()).append("</td><td>")
+                    .append(s.offsetStoredAt() == null ? "not by this process yet" : s.offsetStoredAt().toString()).append("</td><td>")
+                    .append(s.slot() == null ? "" : bytes(s.slot().retainedBytes())).append("</td></tr>");
+        }
+        h.append("</table>");
+        for (var s : shards) {
+            h.append("<h2 id=\"").append(esc(s.router())).append("\" style=\"font-size:18px;margin-top:40px\"><code>").append(esc(s.router()))
+                    .append("</code>: <span class=\"").append(css(s.state())).append("\">").append(s.state().label()).append("</span></h2>");
+            body(h, s);
+        }
+        return tail(h);
+    }
+
+    private static String css(RouterState state) {
+        return state == RouterState.STREAMING ? "ok" : state == RouterState.STANDBY || state == RouterState.CONNECTING
+                || state == RouterState.WAITING ? "warn" : "bad";
+    }
+
+    private static StringBuilder head(String router, RouterState state) {
         var h = new StringBuilder(8_000);
         h.append("<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"10\">")
-                .append("<title>outbox-router ").append(esc(s.router())).append("</title><style>")
+                .append("<title>outbox-router ").append(esc(router)).append("</title><style>")
                 .append("body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:15px;margin-top:24px}")
                 .append("table{border-collapse:collapse}td,th{padding:3px 10px 3px 0;text-align:left;vertical-align:top}")
                 .append("code{font-size:12px;word-break:break-all}.ok{color:#18794e}.bad{color:#c4320a}.warn{color:#a05a00}")
                 .append("</style></head><body>");
-        String css = s.streaming() ? "ok" : s.state() == RouterState.STANDBY || s.state() == RouterState.CONNECTING
-                || s.state() == RouterState.WAITING ? "warn" : "bad";
-        h.append("<h1>outbox-router <code>").append(esc(s.router())).append("</code>: <span class=\"").append(css).append("\">")
-                .append(s.state().label()).append("</span></h1>");
+        h.append("<h1>outbox-router <code>").append(esc(router)).append("</code>: <span class=\"").append(css(state)).append("\">")
+                .append(state.label()).append("</span></h1>");
+        return h;
+    }
+
+    private static String tail(StringBuilder h) {
+        h.append("<p><a href=\"/status\">/status</a> (JSON) &middot; <a href=\"/metrics\">/metrics</a> &middot; ")
+                .append("<a href=\"/health/ready\">/health/ready</a></p></body></html>");
+        return h.toString();
+    }
+
+    private static void body(StringBuilder h, RouterStatus s) {
         h.append("<table><tr><th>source</th><td>").append(esc(s.source())).append("</td></tr>")
                 .append("<tr><th>started</th><td>").append(s.startedAt()).append(" (").append(human(Duration.between(s.startedAt(), Instant.now())))
                 .append(" ago)</td></tr>")
@@ -89,9 +133,6 @@ final class StatusPage {
             }
             h.append("</table>");
         }
-        h.append("<p><a href=\"/status\">/status</a> (JSON) &middot; <a href=\"/metrics\">/metrics</a> &middot; ")
-                .append("<a href=\"/health/ready\">/health/ready</a></p></body></html>");
-        return h.toString();
     }
 
     private static String bytes(long n) {

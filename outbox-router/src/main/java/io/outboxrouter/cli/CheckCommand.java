@@ -41,11 +41,16 @@ final class CheckCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        var source = Source.of(c);
-        var checks = new ArrayList<>(source.checks());
-        checks.add(offsetsCheck(c));
-        if (checks.stream().allMatch(Check::ok)) {
-            checks.add(source.positionCheck(c));
+        var checks = new ArrayList<Check>();
+        for (var stream : c.shardConfigs()) {
+            // A sharded router: each shard's slot, publication, offsets and position, under the shard's name.
+            var source = Source.of(stream);
+            var own = new ArrayList<>(source.checks());
+            own.add(offsetsCheck(stream));
+            if (own.stream().allMatch(Check::ok)) {
+                own.add(source.positionCheck(stream));
+            }
+            stream.shard().ifPresentOrElse(s -> own.forEach(k -> checks.add(k.of(s.toString()))), () -> checks.addAll(own));
         }
         checks.addAll(kafkaChecks(c));
         boolean ok = checks.stream().allMatch(Check::ok);

@@ -8,6 +8,7 @@ import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -58,12 +59,16 @@ final class OffsetsCommand {
             }
             try (var table = open(c)) {
                 table.createIfMissing();
-                var rows = table.rows(Optional.of(c.name()));
+                // A sharded router's position is one per shard, stored under each shard's name.
+                var rows = new ArrayList<OffsetTable.Row>();
+                for (var stream : c.shardConfigs()) {
+                    rows.addAll(table.rows(Optional.of(stream.name())));
+                }
                 if (json) {
                     var out = JSON.createObjectNode().put("router", c.name()).put("table", c.offsets().table());
                     var entries = out.putArray("offsets");
                     for (var r : rows) {
-                        entries.addObject().put("key", r.key()).set("value", JSON.readTree(r.value()));
+                        entries.addObject().put("router", r.routerName()).put("key", r.key()).set("value", JSON.readTree(r.value()));
                         ((ObjectNode) entries.get(entries.size() - 1)).put("updated_at", r.updatedAt().toString());
                     }
                     System.out.println(out);
@@ -142,18 +147,29 @@ final class OffsetsCommand {
                         + "run it again with --yes to confirm");
                 return Main.EXIT_USAGE;
             }
-            var lock = lockOrReport(c);
-            if (lock == null) {
-                return Main.EXIT_FAILED;
-            }
-            try (lock; var table = open(c)) {
-                table.createIfMissing();
-                table.nextFence(c.name()); // a process that held the router before cannot write a position back
-                int stored = table.read(c.name()).size();
-                Source.of(c).resetPosition(table, c.name());
-                System.out.println("router " + c.name() + ": deleted " + stored + " stored position(s); the next start begins as "
-                        + "source.snapshot says");
+            // A sharded router: every shard's, each under its own lock, all taken before anything is deleted.
+            var locks = new ArrayList<RouterLock>();
+            try {
+                for (var stream : c.shardConfigs()) {
+                    var lock = lockOrReport(stream);
+                    if (lock == null) {
+                        return Main.EXIT_FAILED;
+                    }
+                    locks.add(lock);
+                }
+                try (var table = open(c)) {
+                    table.createIfMissing();
+                    for (var stream : c.shardConfigs()) {
+                        table.nextFence(stream.name()); // a process that held the router before cannot write a position back
+                        int stored = table.read(stream.name()).size();
+                        Source.of(stream).resetPosition(table, stream.name());
+                        System.out.println("router " + stream.name() + ": deleted " + stored + " stored position(s); the next start "
+                                + "begins as source.snapshot says");
+                    }
+                }
                 return 0;
+            } finally {
+                locks.forEach(RouterLock::close);
             }
         }
     }

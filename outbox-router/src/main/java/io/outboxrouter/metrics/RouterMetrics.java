@@ -4,15 +4,19 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.outboxrouter.offsets.OffsetStoreStats;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
@@ -28,7 +32,9 @@ import java.util.function.ToLongFunction;
 public final class RouterMetrics implements RouterListener, AutoCloseable {
     private static final String RETRIES = "outbox.router.retries";
 
-    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final PrometheusMeterRegistry prometheus;
+    /** Where this router's (or this shard's) meters are registered: the Prometheus registry, or a shard's view of it. */
+    private final MeterRegistry registry;
     private final DistributionSummary batchSize;
     private final Timer publishTime;
     private final Timer commitToAck;
@@ -37,10 +43,42 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     private final ConcurrentHashMap<String, AtomicLong> retries = new ConcurrentHashMap<>();
     private final Throughput throughput = new Throughput(Clock.systemUTC());
     private final LogEventCounter logEvents;
+    /** A sharded router's: one per shard, whose meters carry a {@code shard} label; empty otherwise. */
+    private final List<RouterMetrics> shards = new CopyOnWriteArrayList<>();
     private volatile Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore = Optional::empty;
 
     public RouterMetrics(String routerName) {
+        this(newRegistry(routerName), null, true);
+    }
+
+    /**
+     * The metrics of a sharded router: the log events of the process, and one set of the router's meters per shard
+     * ({@link #shard}), all in one registry under the router's name; the totals add the shards up.
+     */
+    public static RouterMetrics sharded(String routerName) {
+        return new RouterMetrics(newRegistry(routerName), null, false);
+    }
+
+    private static PrometheusMeterRegistry newRegistry(String routerName) {
+        var registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         registry.config().commonTags("router", routerName);
+        return registry;
+    }
+
+    /**
+     * @param shardView   a shard's view of {@code prometheus} (its meters labelled with the shard), or null: its own meters
+     * @param routerMeters whether to register the meters of one stream (not for a sharded router's parent)
+     */
+    private RouterMetrics(PrometheusMeterRegistry prometheus, MeterRegistry shardView, boolean routerMeters) {
+        this.prometheus = prometheus;
+        this.registry = shardView != null ? shardView : prometheus;
+        if (!routerMeters) {
+            batchSize = null;
+            publishTime = null;
+            commitToAck = null;
+            logEvents = LogEventCounter.bindTo(prometheus);
+            return;
+        }
         batchSize = DistributionSummary.builder("outbox.router.batch.size").description("outbox events per engine batch")
                 .publishPercentileHistogram().register(registry);
         publishTime = Timer.builder("outbox.router.publish").description("time from sending a batch to Kafka to its last ack")
@@ -52,7 +90,17 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         Gauge.builder("outbox.router.source.lag.seconds", this, m -> ageSeconds(m.lastCommitTime.get()))
                 .description("age of the last published event's source COMMIT (NaN before the first)").strongReference(true).register(registry);
         // Warnings and errors of every component (Debezium's and Kafka's included), by level: logback_events_total.
-        logEvents = LogEventCounter.bindTo(registry);
+        logEvents = shardView == null ? LogEventCounter.bindTo(registry) : null;
+    }
+
+    /** The meters of one shard of a {@link #sharded} router, in its registry, labelled {@code shard="index"}. */
+    public RouterMetrics shard(int index) {
+        var view = new CompositeMeterRegistry();
+        view.config().commonTags("shard", Integer.toString(index));
+        view.add(prometheus);
+        var shard = new RouterMetrics(prometheus, view, true);
+        shards.add(shard);
+        return shard;
     }
 
     /**
@@ -131,19 +179,24 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     }
 
     public long retriesTotal() {
-        return (long) registry.find(RETRIES).functionCounters().stream().mapToDouble(FunctionCounter::count).sum();
+        return shards.isEmpty() ? (long) registry.find(RETRIES).functionCounters().stream().mapToDouble(FunctionCounter::count).sum()
+                : shards.stream().mapToLong(RouterMetrics::retriesTotal).sum();
     }
 
     public long publishedTotal() {
-        return (long) registry.find("outbox.router.events.published").counters().stream().mapToDouble(Counter::count).sum();
+        return shards.isEmpty() ? count("outbox.router.events.published") : shards.stream().mapToLong(RouterMetrics::publishedTotal).sum();
     }
 
     public long deadLetteredTotal() {
-        return (long) registry.find("outbox.router.dead.letters").counters().stream().mapToDouble(Counter::count).sum();
+        return shards.isEmpty() ? count("outbox.router.dead.letters") : shards.stream().mapToLong(RouterMetrics::deadLetteredTotal).sum();
     }
 
     public long skippedTotal() {
-        return (long) registry.find("outbox.router.skipped").counters().stream().mapToDouble(Counter::count).sum();
+        return shards.isEmpty() ? count("outbox.router.skipped") : shards.stream().mapToLong(RouterMetrics::skippedTotal).sum();
+    }
+
+    private long count(String counter) {
+        return (long) registry.find(counter).counters().stream().mapToDouble(Counter::count).sum();
     }
 
     /** Events published per minute over the last hour, oldest first. */
@@ -151,8 +204,15 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         return throughput.perMinute();
     }
 
-    /** When the offset store last stored a position (only ever after Kafka acknowledged its events); null before the first. */
+    /**
+     * When the offset store last stored a position (only ever after Kafka acknowledged its events); null before the first.
+     * A sharded router's: the longest ago among its shards (null until every shard stored one).
+     */
     public Instant lastOffsetStored() {
+        if (!shards.isEmpty()) {
+            var each = shards.stream().map(RouterMetrics::lastOffsetStored).toList();
+            return each.contains(null) ? null : each.stream().min(Instant::compareTo).orElse(null);
+        }
         return offsetStore.get().map(OffsetStoreStats.Snapshot::lastStored).orElse(null);
     }
 
@@ -163,13 +223,15 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
 
     /** The Prometheus text exposition. */
     public String scrape() {
-        return registry.scrape();
+        return prometheus.scrape();
     }
 
     /** Detaches the log-event counter from the logging system; the counters stay readable. */
     @Override
     public void close() {
-        logEvents.detach();
+        if (logEvents != null) {
+            logEvents.detach();
+        }
     }
 
     private static double read(Supplier<Optional<OffsetStoreStats.Snapshot>> store, ToLongFunction<OffsetStoreStats.Snapshot> value) {

@@ -3,8 +3,10 @@ package io.outboxrouter.schema;
 import io.outboxrouter.cdc.PostgresDdl;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.config.Shard;
 import io.outboxrouter.config.SourceKind;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,14 +18,21 @@ import java.util.Optional;
  * @param role   the user the router connects as
  */
 public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
-                        String publication, String role, Optional<String> heartbeatTable) {
+                        String publication, String role, Optional<String> heartbeatTable, String routerName, int shards) {
+
+    /** Not sharded. */
+    public SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
+                     String publication, String role, Optional<String> heartbeatTable) {
+        this(kind, tables, columns, headerColumns, publication, role, heartbeatTable, "", 1);
+    }
 
     /** The DDL for a router's configuration: its tables, column names, publication and user. */
     public static SchemaDdl of(RouterConfig c) {
         var pg = c.source().postgres();
         return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
                 pg.publication(), c.source().connection().user(),
-                pg.heartbeat() && !c.source().kind().isBinlog() ? Optional.of(pg.heartbeatTable()) : Optional.empty());
+                pg.heartbeat() && !c.source().kind().isBinlog() ? Optional.of(pg.heartbeatTable()) : Optional.empty(), c.name(),
+                c.source().kind().isBinlog() ? 1 : pg.shards());
     }
 
     /** The outbox tables, one CREATE TABLE and one index each. */
@@ -59,12 +68,14 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         if (kind != SourceKind.POSTGRES) {
             return "";
         }
+        if (shards > 1) {
+            return shardPublicationsSql();
+        }
         var published = new ArrayList<>(tables);
         var sb = new StringBuilder();
         heartbeatTable.ifPresent(t -> {
             sb.append("-- The heartbeat row (source.postgres.heartbeat-interval) keeps a quiet outbox's slot moving.\n")
-                    .append(PostgresDdl.heartbeatTable(t)).append(";\n")
-                    .append("GRANT INSERT, UPDATE ON ").append(t).append(" TO ").append(role).append(";\n");
+                    .append(PostgresDdl.heartbeatTable(t)).append(";\n");
             published.add(t);
         });
         return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is. For a partitioned outbox\n")
@@ -73,12 +84,37 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
                 .toString();
     }
 
+    /** One publication per shard: the rows whose aggregate id hashes to it, and its heartbeat row; inserts only. */
+    private String shardPublicationsSql() {
+        var sb = new StringBuilder();
+        heartbeatTable.ifPresent(t -> sb.append("-- The heartbeat rows (source.postgres.heartbeat-interval) keep quiet shards' slots moving.\n")
+                .append(PostgresDdl.heartbeatTable(t)).append(";\n"));
+        String hash = PostgresDdl.aggregateHash(columns.aggregateId(), "character varying");
+        sb.append("-- source.postgres.shards: ").append(shards).append(" (Postgres 15+): one publication per shard, with the outbox rows ")
+                .append("whose aggregate id hashes to it.\n-- The shard of an aggregate: SELECT (hashtext('<aggregate id>') & 2147483647) % ")
+                .append(shards).append(";\n-- (for a uuid column uuid_hash, for bigint hashint8, for integer hashint4: the router checks ")
+                .append("the publications at start.)\n")
+                .append("-- Run as the tables' owner; the router uses existing publications as they are. For a partitioned outbox\n")
+                .append("-- table, add publish_via_partition_root = true to the WITH clause.\n");
+        for (int i = 0; i < shards; i++) {
+            var shard = new Shard(i, shards);
+            var filters = new LinkedHashMap<String, String>();
+            tables.forEach(t -> filters.put(t, PostgresDdl.shardFilter(hash, shard)));
+            sb.append(PostgresDdl.createShardPublication(publication + shard.suffix(), filters, heartbeatTable.orElse(null),
+                    shard.routerName(routerName), false)).append(";\n");
+        }
+        return sb.toString();
+    }
+
     /** A role with exactly what the router needs. */
     public String roleSql() {
         if (kind == SourceKind.POSTGRES) {
             var schemas = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
             return "CREATE ROLE " + role + " WITH LOGIN REPLICATION PASSWORD 'change-me';\n"
                     + "GRANT SELECT ON " + String.join(", ", tables) + " TO " + role + ";\n"
+                    // the heartbeat row: upserted, or (sharded: publications of inserts only) deleted and inserted
+                    + heartbeatTable.map(t -> "GRANT INSERT, " + (shards > 1 ? "DELETE" : "UPDATE") + " ON " + t + " TO " + role + ";\n")
+                    .orElse("")
                     + "-- The offsets table is created in the first schema of the search path when missing.\n"
                     + "GRANT CREATE ON SCHEMA " + schemas.get(0) + " TO " + role + ";\n";
         }

@@ -55,7 +55,7 @@ abstract class OutboxContract {
         return prefix + "_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xFFFFFFFFL);
     }
 
-    String configYaml(OutboxDatabase db, String name, String topicPrefix, int httpPort) {
+    static String configYaml(OutboxDatabase db, String name, String topicPrefix, int httpPort) {
         return "name: " + name + "\n" + db.sourceYaml() + """
                 outbox:
                   headers: { tracingspancontext: traceparent }
@@ -71,7 +71,7 @@ abstract class OutboxContract {
                 """.formatted(topicPrefix, kafka(), httpPort > 0, Math.max(httpPort, 0));
     }
 
-    Router startRouter(OutboxDatabase db, String name, String topicPrefix) throws InterruptedException {
+    static Router startRouter(OutboxDatabase db, String name, String topicPrefix) throws InterruptedException {
         var router = Router.start(RouterConfigLoader.parse(configYaml(db, name, topicPrefix, 0), Map.of()));
         if (!router.awaitStreaming(Duration.ofSeconds(60))) {
             router.completion().join(); // shows why the engine stopped
@@ -247,7 +247,7 @@ abstract class OutboxContract {
      * Writes events in transactions of 1-3 events of one aggregate. The aggregate's sequence number is taken from a
      * row locked in the same transaction, so sequence order is the aggregate's commit order.
      */
-    List<UUID> writeSequenced(OutboxDatabase db, int count, int aggregates) throws SQLException {
+    static List<UUID> writeSequenced(OutboxDatabase db, int count, int aggregates) throws SQLException {
         var ids = new ArrayList<UUID>();
         var random = ThreadLocalRandom.current();
         try (Connection c = db.connect()) {
@@ -490,7 +490,7 @@ abstract class OutboxContract {
         }
     }
 
-    void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random) throws SQLException, InterruptedException {
+    static void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random) throws SQLException, InterruptedException {
         var seq = new HashMap<String, Integer>();
         Function<Integer, List<TestEvent>> next = n -> {
             var events = new ArrayList<TestEvent>(n);

@@ -33,6 +33,15 @@ class SchemaDdlIT {
 
     @Test
     void thePostgresDdlCreatesEverythingTheRouterNeedsWithALeastPrivilegeRole() throws Exception {
+        streamsThroughThePrintedDdl("");
+    }
+
+    @Test
+    void theShardedPostgresDdlCreatesPublicationsTheRouterAcceptsAsTheyAre() throws Exception {
+        streamsThroughThePrintedDdl(", postgres: { shards: 3, heartbeat-interval: 1s }");
+    }
+
+    private void streamsThroughThePrintedDdl(String postgres) throws Exception {
         var server = TestServers.postgres();
         String database = server.createDatabase(OutboxContract.unique("ddl"));
         String role = OutboxContract.unique("ddl_role");
@@ -40,13 +49,13 @@ class SchemaDdlIT {
         String topics = OutboxContract.unique("ddl");
         String yaml = """
                 name: %s
-                source: { url: "%s", user: %s, password: "%s", tables: [public.outbox, public.audit_outbox] }
+                source: { url: "%s", user: %s, password: "%s", tables: [public.outbox, public.audit_outbox]%s }
                 outbox: { headers: { traceparent: traceparent } }
                 routing: { topic: "%s.${aggregatetype}" }
                 kafka: { bootstrap-servers: "%s" }
                 http: { enabled: false }
                 """.formatted(OutboxContract.unique("ddl-router").replace('_', '-'), server.jdbcUrl(database), role, password,
-                topics, OutboxContract.kafka());
+                postgres, topics, OutboxContract.kafka());
         var config = RouterConfigLoader.parse(yaml, Map.of());
         try (var c = server.connect(database)) {
             run(c, SchemaDdl.of(config).all().replace("'change-me'", "'" + password + "'"));

@@ -20,6 +20,23 @@ class SchemaDdlTest {
                 "CREATE TABLE sales.router_heartbeat (router_name varchar(200) PRIMARY KEY",
                 "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT SELECT ON sales.outbox TO orders_router;",
                 "GRANT CREATE ON SCHEMA sales TO orders_router;", "wal_level = logical");
+        // the role exists before anything is granted to it
+        assertThat(ddl.indexOf("GRANT INSERT, UPDATE ON sales.router_heartbeat TO orders_router;"))
+                .isGreaterThan(ddl.indexOf("CREATE ROLE orders_router"));
+    }
+
+    @Test
+    void shardsGetAPublicationEachWithTheirRowsInsertsOnly() {
+        var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of("sales.outbox"), COLUMNS, List.of(), "orders_pub", "orders_router",
+                java.util.Optional.of("sales.router_heartbeat"), "orders-router", 2).all();
+        assertThat(ddl).contains(
+                "CREATE PUBLICATION orders_pub_shard_0_of_2 FOR TABLE sales.outbox WHERE ((hashtext(entity::text) & 2147483647) % 2 = 0), "
+                        + "sales.router_heartbeat WHERE (router_name = 'orders-router-shard-0-of-2') WITH (publish = 'insert');",
+                "CREATE PUBLICATION orders_pub_shard_1_of_2 FOR TABLE sales.outbox WHERE ((hashtext(entity::text) & 2147483647) % 2 = 1), "
+                        + "sales.router_heartbeat WHERE (router_name = 'orders-router-shard-1-of-2') WITH (publish = 'insert');",
+                "GRANT INSERT, DELETE ON sales.router_heartbeat TO orders_router;",
+                "SELECT (hashtext('<aggregate id>') & 2147483647) % 2")
+                .doesNotContain("CREATE PUBLICATION orders_pub FOR");
     }
 
     @Test

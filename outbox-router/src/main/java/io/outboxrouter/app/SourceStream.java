@@ -1,0 +1,222 @@
+package io.outboxrouter.app;
+
+import io.outboxrouter.cdc.CdcEngine;
+import io.outboxrouter.cdc.SlotMonitor;
+import io.outboxrouter.cdc.Source;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.EventSink;
+import io.outboxrouter.kafka.KafkaPublisher;
+import io.outboxrouter.metrics.RouterMetrics;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.offsets.RouterLock;
+import io.outboxrouter.routing.DeadLetters;
+import io.outboxrouter.routing.OutboxBatchHandler;
+import io.outboxrouter.routing.OutboxRouting;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One replication stream of a router and everything that is its own: the source (a slot, or the binlog), the Kafka
+ * producer, routing, metrics, the lock (one process per stream streams, another stands by) and the engine with its
+ * offsets. A router runs one; a sharded one runs one per shard ({@link RouterConfig#shardConfigs()}).
+ */
+final class SourceStream implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SourceStream.class);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+
+    private final RouterConfig config;
+    private final Source source;
+    private final EventSink sink;
+    private final OutboxBatchHandler handler;
+    private final RouterMetrics metrics;
+    private final ScheduledExecutorService timer;
+    private final Leadership leadership;
+    private final boolean acceptGap;
+    private final CompletableFuture<Void> completion = new CompletableFuture<>();
+    private final Optional<SlotMonitor> monitor;
+    private volatile CdcEngine engine;
+    private volatile boolean activatedBefore;
+    private volatile boolean closed;
+    /** Written to the log once streaming: how to reach the health endpoint. */
+    private volatile String healthUrl = "";
+
+    private SourceStream(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics,
+                         boolean acceptGap) {
+        this.config = config;
+        this.acceptGap = acceptGap;
+        this.source = source;
+        this.sink = sink;
+        this.handler = handler;
+        this.metrics = metrics;
+        var lockTimer = new ScheduledThreadPoolExecutor(1, r -> {
+            var t = new Thread(r, "router-" + config.name());
+            t.setDaemon(true);
+            return t;
+        });
+        // On shutdown, a scheduled retry of the lock is dropped; only a task already running is waited for.
+        lockTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        this.timer = lockTimer;
+        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
+        this.monitor = source.monitor();
+        monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
+        metrics.streaming(this::isStreaming);
+        metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
+    }
+
+    /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
+    static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
+        var sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+        var pg = config.source().postgres();
+        var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
+        var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
+        var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
+        var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics);
+        return new SourceStream(config, Source.of(config), sink, handler, metrics, acceptGap);
+    }
+
+    void start(String healthUrl) {
+        this.healthUrl = healthUrl;
+        leadership.start(new LeadershipListener());
+    }
+
+    RouterConfig config() {
+        return config;
+    }
+
+    RouterMetrics metrics() {
+        return metrics;
+    }
+
+    Optional<SlotMonitor> monitor() {
+        return monitor;
+    }
+
+    /** What the stream does as its lock comes and goes. */
+    private final class LeadershipListener implements Leadership.Listener {
+        /** Holds the lock: takes a new fencing token, checks the source and starts the engine. */
+        @Override
+        public void activated(RouterLock lock) {
+            long fence;
+            try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+                table.createIfMissing();
+                fence = table.nextFence(config.name());
+            }
+            // --accept-gap is for the start it was given to, not for a later take-over.
+            var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
+            activatedBefore = true;
+            engine = started;
+            started.completion().whenComplete((v, e) -> {
+                if (engine != started || closed) {
+                    return; // stopped because the lock was lost (the stream goes on), or because the router stops
+                }
+                if (e == null) {
+                    completion.complete(null);
+                } else {
+                    completion.completeExceptionally(e);
+                }
+            });
+            LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), config.source().tables(),
+                    config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence, healthUrl);
+        }
+
+        @Override
+        public void lost(String why) {
+            var stopping = engine;
+            engine = null;
+            if (stopping != null) {
+                stopping.abort();
+            }
+        }
+
+        @Override
+        public void failed(Throwable error) {
+            completion.completeExceptionally(error);
+        }
+    }
+
+    RouterState state() {
+        return completion.isDone() ? RouterState.STOPPED
+                : !isActive() ? ("the database".equals(leadership.waitingFor()) ? RouterState.WAITING : RouterState.STANDBY)
+                : isStreaming() ? RouterState.STREAMING : RouterState.CONNECTING;
+    }
+
+    /** Whether this process reads the replication stream (from memory: the connector's own state, no query). */
+    boolean isStreaming() {
+        var e = engine;
+        return e != null && !completion.isDone() && e.isStreaming();
+    }
+
+    /** Streaming, and the last offset write did not fail. */
+    boolean isReady() {
+        var e = engine;
+        return isStreaming() && e.offsetStore().map(s -> s.consecutiveFailures() == 0).orElse(true);
+    }
+
+    String describe() {
+        return source.describe();
+    }
+
+    /** Completes once every outbox row committed before this call is published and its position stored. */
+    CompletableFuture<Void> drain() {
+        var e = engine;
+        if (e == null) {
+            return CompletableFuture.failedFuture(new IllegalStateException("router " + config.name() + " is not active"));
+        }
+        return e.drain();
+    }
+
+    boolean isActive() {
+        return leadership.isActive();
+    }
+
+    String waitingFor() {
+        return leadership.waitingFor();
+    }
+
+    CompletableFuture<Void> completion() {
+        return completion;
+    }
+
+    /** Ordered shutdown: engine (stores the last durable offset) -> Kafka sink -> lock -> monitor -> timer. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        leadership.stopWatching(); // a lock check must not restart the stream while it stops
+        timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
+        try {
+            if (!timer.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+                LOG.warn("Router {}: the lock timer is still busy after {} s", config.name(), STOP_TIMEOUT.toSeconds());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            var e = engine;
+            if (e != null) {
+                e.close();
+            }
+        } finally {
+            try {
+                sink.close();
+            } finally {
+                leadership.close();
+                monitor.ifPresent(SlotMonitor::close);
+                timer.shutdownNow();
+                completion.complete(null);
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+package io.outboxrouter.it;
+
+import static io.outboxrouter.it.OutboxContract.assertOrderPerAggregate;
+import static io.outboxrouter.it.OutboxContract.configYaml;
+import static io.outboxrouter.it.OutboxContract.freePort;
+import static io.outboxrouter.it.OutboxContract.kafka;
+import static io.outboxrouter.it.OutboxContract.unique;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.TestServers;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * One outbox split over several replication slots ({@code source.postgres.shards}) on a real Postgres 17 and Kafka:
+ * every event once, the order of each aggregate kept, through concurrent writers, SIGKILLs (with multi-row INSERTs and
+ * COPY), a snapshot, one shard per process, and a changed number of shards refused.
+ */
+class PostgresShardsIT {
+    @TempDir
+    Path dir;
+
+    private static PostgresOutbox newDatabase(String name) throws SQLException {
+        return new PostgresOutbox(TestServers.postgres(), name);
+    }
+
+    private static String yaml(OutboxDatabase db, String name, String topics, int httpPort, String postgres) {
+        return configYaml(db, name, topics, httpPort).replace("  tables: [public.outbox, public.outbox_binary]\n",
+                "  tables: [public.outbox, public.outbox_binary]\n  postgres:\n" + postgres.indent(4));
+    }
+
+    private static Router start(String yaml) throws InterruptedException {
+        var router = Router.start(RouterConfigLoader.parse(yaml, Map.of()));
+        if (!router.awaitStreaming(Duration.ofSeconds(90))) {
+            router.completion().join();
+            throw new AssertionError("not streaming within 90 s");
+        }
+        return router;
+    }
+
+    @ParameterizedTest(name = "{0} shard(s)")
+    @ValueSource(ints = {1, 2, 4})
+    void eightWritersOverTwoHundredAggregatesArriveOnceInOrderPerAggregate(int shards) throws Exception {
+        var db = newDatabase(unique("shards" + shards));
+        String topics = unique("shards" + shards);
+        String name = unique("shards-router").replace('_', '-');
+        int writers = 8;
+        int perWriter = 1_250;
+        int port = freePort();
+        try (var router = start(yaml(db, name, topics, port, "shards: " + shards + "\nheartbeat-interval: 1s"));
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            ExecutorService pool = Executors.newFixedThreadPool(writers);
+            var expected = new HashSet<UUID>();
+            try {
+                var ids = new ArrayList<Future<List<UUID>>>();
+                for (int w = 0; w < writers; w++) {
+                    ids.add(pool.submit(() -> OutboxContract.writeSequenced(db, perWriter, 200)));
+                }
+                for (var f : ids) {
+                    expected.addAll(f.get());
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            kafka.awaitIds(expected, Duration.ofSeconds(120));
+            var received = kafka.settle(Duration.ofSeconds(1));
+            assertThat(received).hasSize(writers * perWriter);
+            assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(expected);
+            assertOrderPerAggregate(received);
+            assertThat(router.metrics().publishedTotal()).isEqualTo(writers * perWriter);
+
+            String metrics = get(port, "/metrics");
+            String status = get(port, "/status");
+            if (shards == 1) {
+                assertThat(metrics).doesNotContain("shard=");
+                assertThat(status).contains("\"router\":\"" + name + "\"").doesNotContain("\"shards\"");
+            } else {
+                for (int i = 0; i < shards; i++) {
+                    // every shard carried events: 200 aggregates hash to all of them
+                    assertThat(metrics).containsPattern("outbox_router_events_published_total\\{router=\"" + name + "\",shard=\"" + i
+                            + "\",topic=\"[^\"]+\"} [1-9]");
+                    assertThat(status).contains("\"router\":\"" + name + "-shard-" + i + "-of-" + shards + "\"");
+                }
+                assertThat(status).contains("\"state\":\"streaming\"", "\"published\":" + writers * perWriter);
+                assertThat(get(port, "/")).contains(name + "-shard-" + (shards - 1) + "-of-" + shards);
+                try (var c = db.connect(); var st = c.createStatement();
+                     var rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '"
+                             + name.replace('-', '_') + "\\_shard\\_%\\_of\\_" + shards + "'")) {
+                    rs.next();
+                    assertThat(rs.getInt(1)).as("one slot per shard").isEqualTo(shards);
+                }
+            }
+        }
+    }
+
+    @Test
+    void sigkillOfAFourShardRouterUnderMixedLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
+        var db = newDatabase(unique("shardcrash"));
+        String topics = unique("shardcrash");
+        String name = unique("shardcrash-router").replace('_', '-');
+        int port = freePort();
+        var config = Files.writeString(dir.resolve("router.yml"), yaml(db, name, topics, port, "shards: 4"));
+        var log = dir.resolve("router.log");
+        long seed = Long.getLong("outbox.it.crash-seed", System.nanoTime());
+        System.out.printf("shard crash test: seed %d (repeat with -Doutbox.it.crash-seed=%d)%n", seed, seed);
+        var random = new Random(seed);
+        var written = Collections.synchronizedSet(new HashSet<UUID>());
+        var stopLoad = new AtomicBoolean();
+        ExecutorService load = Executors.newSingleThreadExecutor();
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(120));
+            Future<?> writer = load.submit(() -> {
+                OutboxContract.writeMixedLoad(db, written, stopLoad, new Random(seed));
+                return null;
+            });
+            for (int kill = 1; kill <= 3; kill++) {
+                Thread.sleep(1_500 + random.nextInt(3_000));
+                kafka.poll();
+                router.kill();
+                System.out.printf("shard crash test: SIGKILL %d of 3 with %d events written%n", kill, written.size());
+                Thread.sleep(random.nextInt(1_000));
+                router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(120));
+            }
+            Thread.sleep(1_000);
+            stopLoad.set(true);
+            writer.get();
+            kafka.awaitIds(Set.copyOf(written), Duration.ofSeconds(120));
+            var received = kafka.settle(Duration.ofSeconds(2));
+            assertThat(router.stop(Duration.ofSeconds(60))).isZero();
+            long duplicates = received.size() - kafka.receivedIds().size();
+            System.out.printf("shard crash test: %d events written, %d records read, %d duplicates, 3 SIGKILLs of 4 shards%n",
+                    written.size(), received.size(), duplicates);
+            assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
+            assertOrderPerAggregate(received);
+        } finally {
+            stopLoad.set(true);
+            load.shutdownNow();
+        }
+    }
+
+    @Test
+    void oneShardPerProcessTogetherPublishEverythingAndAShardAlreadyStreamedStandsBy() throws Exception {
+        var db = newDatabase(unique("shardproc"));
+        String topics = unique("shardproc");
+        String name = unique("shardproc-router").replace('_', '-');
+        try (var first = start(yaml(db, name, topics, 0, "shard: 0/2"));
+             var second = start(yaml(db, name, topics, 0, "shard: 1/2"));
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            var ids = OutboxContract.writeSequenced(db, 400, 50);
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+            assertOrderPerAggregate(kafka.settle(Duration.ofSeconds(1)));
+            assertThat(first.metrics().publishedTotal()).isPositive();
+            assertThat(second.metrics().publishedTotal()).isPositive();
+            assertThat(first.metrics().publishedTotal() + second.metrics().publishedTotal()).isEqualTo(400);
+
+            // A process for both shards streams neither while these hold their locks.
+            try (var both = Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, "shards: 2"), Map.of()))) {
+                Thread.sleep(2_000);
+                assertThat(both.isActive()).isFalse();
+                assertThat(both.waitingFor()).isEqualTo("the other process");
+                assertThat(both.isStreaming()).isFalse();
+            }
+        }
+    }
+
+    @Test
+    void aSnapshotOfAShardedOutboxPublishesEachRowOnce() throws Exception {
+        var db = newDatabase(unique("shardsnap"));
+        String topics = unique("shardsnap");
+        String name = unique("shardsnap-router").replace('_', '-');
+        var ids = OutboxContract.writeSequenced(db, 300, 40); // committed before the first start
+        try (var router = start(yaml(db, name, topics, 0, "shards: 3").replace("  kind: postgres\n", "  kind: postgres\n  snapshot: initial\n"));
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+            var received = kafka.settle(Duration.ofSeconds(2));
+            assertThat(received).hasSize(300);
+            assertOrderPerAggregate(received);
+        }
+    }
+
+    /** Each shard's slot moves with its own heartbeat row, also the slot of a shard that never had an event. */
+    @Test
+    void theHeartbeatMovesEveryShardsSlotWhileOnlyOtherTablesAreWritten() throws Exception {
+        var db = newDatabase(unique("shardbeat"));
+        db.execute("CREATE TABLE public.busy (id serial PRIMARY KEY, data text)");
+        String topics = unique("shardbeat");
+        String name = unique("shardbeat-router").replace('_', '-');
+        try (var router = start(yaml(db, name, topics, 0, "shards: 2\nheartbeat-interval: 200ms"));
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*"); var c = db.connect()) {
+            var event = TestEvent.of("Order", "o-1", 1); // lands in one shard; the other has none
+            db.insert(c, event);
+            c.commit();
+            kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
+            try (var st = c.createStatement()) {
+                for (int i = 0; i < 20; i++) {
+                    st.execute("INSERT INTO public.busy (data) SELECT repeat('x', 500) FROM generate_series(1, 500)");
+                    c.commit();
+                }
+            }
+            String busyEnd;
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                rs.next();
+                busyEnd = rs.getString(1);
+            }
+            String slot = name.replace('-', '_');
+            for (int i = 0; i < 2; i++) {
+                String shardSlot = slot + "_shard_" + i + "_of_2";
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                    try (var ps = c.prepareStatement("SELECT pg_wal_lsn_diff(confirmed_flush_lsn, ?::pg_lsn) >= 0 FROM pg_replication_slots "
+                            + "WHERE slot_name = ?")) {
+                        ps.setString(1, busyEnd);
+                        ps.setString(2, shardSlot);
+                        try (var rs = ps.executeQuery()) {
+                            boolean moved = rs.next() && rs.getBoolean(1);
+                            c.commit();
+                            return moved;
+                        }
+                    }
+                });
+            }
+            assertThat(kafka.settle(Duration.ofMillis(500))).as("heartbeats publish nothing").hasSize(1);
+            assertThat(router.metrics().publishedTotal()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aChangedNumberOfShardsIsRefusedWithTheSlotsThatHoldEventsAndTheFix() throws Exception {
+        var db = newDatabase(unique("reshard"));
+        String topics = unique("reshard");
+        String name = unique("reshard-router").replace('_', '-');
+        String slot = name.replace('-', '_');
+        try (var router = start(yaml(db, name, topics, 0, "shards: 2"))) {
+            assertThat(router.isStreaming()).isTrue();
+        }
+        for (String layout : List.of("shards: 4", "shards: 1")) {
+            assertThatThrownBy(() -> Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, layout), Map.of())).close())
+                    .isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("replication slots " + slot + "_shard_0_of_2, " + slot + "_shard_1_of_2")
+                    .hasMessageContaining("earlier shard layout")
+                    .hasMessageContaining("SELECT pg_drop_replication_slot('" + slot + "_shard_0_of_2')");
+        }
+    }
+
+    private static String get(int port, String path) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+    }
+}
