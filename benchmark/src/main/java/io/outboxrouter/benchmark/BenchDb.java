@@ -51,7 +51,7 @@ final class BenchDb {
                     }
                 }
             }
-            execute("CREATE PUBLICATION " + name + " FOR TABLE public.outbox WHERE ((hashtext(aggregateid::text) & 2147483647) % "
+            execute("CREATE PUBLICATION " + name + " FOR TABLE public.outbox WHERE ((COALESCE(hashtext(aggregateid::text), 0) & 2147483647) % "
                     + shards + " = " + i + ") WITH (publish = 'insert')");
         }
     }

@@ -229,6 +229,7 @@ public final class Benchmark {
         double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
         LOG.info("{}: {}% of a core while idle", c.name(), Results.fmt1(percent));
         results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core.", c.name(), percent));
+        results.idleCpuPercent.put(c.name(), percent);
     }
 
     private void measureLatency(BenchDb db, Contender c) throws Exception {

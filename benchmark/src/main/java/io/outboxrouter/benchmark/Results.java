@@ -34,6 +34,8 @@ final class Results {
     final List<Latency> latency = new ArrayList<>();
     final List<Startup> startup = new ArrayList<>();
     final List<String> notes = new ArrayList<>();
+    /** Per contender: CPU while streaming with nothing to publish, % of one core. */
+    final Map<String, Double> idleCpuPercent = new LinkedHashMap<>();
 
     /**
      * Latency percentiles in ms for the events of {@code written} that arrived, leaving out the first {@code warmup}
@@ -111,7 +113,6 @@ final class Results {
                     .append(" | ").append(ratio(t.eventsPerSecond(), bare)).append(" | ").append(fmt1(t.cpuPer100k())).append(" | ")
                     .append(fmt1(t.machineCpuPer100k())).append(" | ").append(fmt0(t.peakRssMiB())).append(" |\n");
         }
-        s.append(goals(medians));
         s.append("\n### Latency: single-row transactions at a fixed rate, COMMIT returned -> record read by a Kafka consumer (ms)\n\n")
                 .append("| database | contender | target/s | achieved/s | events | p50 | p90 | p99 | max | missing | CPU % |\n")
                 .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -126,6 +127,7 @@ final class Results {
             s.append("| ").append(st.database()).append(" | ").append(st.contender()).append(" | ").append(secs(st.start())).append(" | ")
                     .append(secs(st.restart())).append(" |\n");
         }
+        s.append(goals(medians));
         if (!notes.isEmpty()) {
             s.append("\n");
             notes.forEach(n -> s.append("- ").append(n).append("\n"));
@@ -138,26 +140,46 @@ final class Results {
                 && o.contender().equals(contender)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
     }
 
-    /** The drain goals, each with its figure from this run and whether it is met. */
+    /** The throughput and latency goals, each with its figure from this run and whether it is met. */
     private String goals(List<Median> medians) {
-        var s = new StringBuilder("\n### Drain goals (Postgres, medians of this run)\n\n| goal | 1-row | 100-row |\n|---|---:|---:|\n");
-        String[][] goals = {
-            {"outbox-router / Debezium Server >= 1.5x", DebeziumServerContender.NAME, "1.5"},
-            {"outbox-router / bare engine at the router's settings >= 85%", BareDebezium.ROUTER_SETTINGS, "0.85"},
-        };
-        for (var g : goals) {
-            s.append("| ").append(g[0]);
-            for (int size : new int[] {1, 100}) {
-                double router = medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
-                        && t.contender().equals(RouterContender.NAME)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
-                double other = medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
-                        && t.contender().equals(g[1])).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
-                double r = router / other;
-                s.append(" | ").append(Double.isNaN(r) ? "not measured" : String.format("%.2f (%s)", r, r >= Double.parseDouble(g[2]) ? "met" : "not met"));
-            }
-            s.append(" |\n");
+        var s = new StringBuilder("\n### Goals: outbox-router on Postgres in this run\n\n| goal | figure | met? |\n|---|---:|---|\n");
+        for (int size : new int[] {1, 100}) {
+            double router = drain(medians, RouterContender.NAME, size);
+            goal(s, "drain, " + size + "-row transactions: >= 1.5x Debezium Server", router / drain(medians, DebeziumServerContender.NAME, size),
+                    "%.2fx", r -> r >= 1.5);
+            goal(s, "drain, " + size + "-row transactions: >= 85% of the bare engine at the router's settings",
+                    100 * router / drain(medians, BareDebezium.ROUTER_SETTINGS, size), "%.0f%%", r -> r >= 85);
         }
+        var at1k = latency(1000);
+        goal(s, "commit to Kafka at 1,000 events/s: p99 <= 25 ms", at1k == null ? Double.NaN : at1k.p99(), "%.1f ms", p -> p <= 25);
+        var at5k = latency(5000);
+        goal(s, "at 5,000 events/s: keeps up (p50 <= 100 ms, no growing lag)", at5k == null ? Double.NaN : at5k.p50(), "p50 %.1f ms",
+                p -> p <= 100);
+        goal(s, "at 5,000 events/s: p99 <= 100 ms", at5k == null ? Double.NaN : at5k.p99(), "%.1f ms", p -> p <= 100);
+        double restart = startup.stream().filter(st -> st.database().equals("Postgres") && st.contender().equals(RouterContender.NAME)
+                && st.restart() != null).mapToDouble(st -> st.restart().toMillis() / 1000.0).findFirst().orElse(Double.NaN);
+        goal(s, "restart to streaming <= 2 s", restart, "%.2f s", r -> r <= 2);
+        double rss = throughput.stream().filter(t -> t.database().equals("Postgres") && t.contender().equals(RouterContender.NAME))
+                .mapToDouble(Throughput::peakRssMiB).filter(r -> !Double.isNaN(r)).max().orElse(Double.NaN);
+        goal(s, "RSS under load <= 256 MB (peak of the drains, -Xmx1g)", rss, "%.0f MiB", r -> r <= 256);
+        goal(s, "idle CPU while streaming with nothing to publish <= 2% of a core",
+                idleCpuPercent.getOrDefault(RouterContender.NAME, Double.NaN), "%.1f%%", p -> p <= 2);
         return s.toString();
+    }
+
+    private static double drain(List<Median> medians, String contender, int size) {
+        return medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
+                && t.contender().equals(contender)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+    }
+
+    private Latency latency(int rate) {
+        return latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(RouterContender.NAME)
+                && l.targetRate() == rate).findFirst().orElse(null);
+    }
+
+    private static void goal(StringBuilder s, String goal, double figure, String format, java.util.function.DoublePredicate met) {
+        s.append("| ").append(goal).append(" | ").append(Double.isNaN(figure) ? "not measured" : String.format(format, figure))
+                .append(" | ").append(Double.isNaN(figure) ? "" : met.test(figure) ? "met" : "not met").append(" |\n");
     }
 
     private static String ratio(double a, double b) {

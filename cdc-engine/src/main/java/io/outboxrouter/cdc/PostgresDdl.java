@@ -12,7 +12,7 @@ public final class PostgresDdl {
 
     /** The heartbeat table: one row per router, upserted by the connector's heartbeat. */
     public static String heartbeatTable(String table) {
-        return "CREATE TABLE " + table + " (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL)";
+        return "CREATE TABLE IF NOT EXISTS " + table + " (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL)";
     }
 
     /** The heartbeat statement the connector runs; its row change moves the slot's confirmed position. */
@@ -57,9 +57,13 @@ public final class PostgresDdl {
         };
     }
 
-    /** The rows of one shard: the aggregate id's hash, made non-negative, modulo the number of shards. */
+    /**
+     * The rows of one shard: the aggregate id's hash, made non-negative, modulo the number of shards. A row without an
+     * aggregate id hashes as 0 (shard 0): a filter that is NULL would publish it in no shard at all, where the router
+     * would have sent it to the dead letters.
+     */
     public static String shardFilter(String hash, Shard shard) {
-        return "(" + hash + " & 2147483647) % " + shard.count() + " = " + shard.index();
+        return "(COALESCE(" + hash + ", 0) & 2147483647) % " + shard.count() + " = " + shard.index();
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.outboxrouter.cdc;
 
+import io.outboxrouter.config.Shard;
 import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -51,8 +52,36 @@ final class PostgresPreflight {
                 return Map.of();
             }
             var filters = shardFilters(c, source, aggregateId, new ArrayList<>());
-            ensurePublication(c, pg.publication(), PostgresDdl.createShardPublication(pg.publication(), filters,
-                    pg.heartbeat() ? pg.heartbeatTable() : null, routerName, anyPartitioned(c, source.tables())), source.tables());
+            var shard = pg.shard();
+            String baseSlot = pg.slot().substring(0, pg.slot().length() - shard.suffix().length());
+            String basePublication = pg.publication().substring(0, pg.publication().length() - shard.suffix().length());
+            String baseName = routerName.substring(0, routerName.length() - shard.routerName("").length());
+            boolean newLayout = true;
+            for (int i = 0; i < pg.shards(); i++) {
+                newLayout &= !slotExists(c, baseSlot + Shard.suffix(i, pg.shards()));
+            }
+            // The first start of a layout creates every shard's publication, then every shard's slot, so that all shards
+            // begin at the same point: a shard started later (one process per shard) misses nothing committed meanwhile.
+            for (int i = newLayout ? 0 : shard.index(); i < (newLayout ? pg.shards() : shard.index() + 1); i++) {
+                var each = new Shard(i, pg.shards());
+                var eachFilters = shardFilters(c, source, aggregateId, new ArrayList<>(), each);
+                String publication = basePublication + each.suffix();
+                ensurePublication(c, publication, PostgresDdl.createShardPublication(publication, eachFilters,
+                        pg.heartbeat() ? pg.heartbeatTable() : null, each.routerName(baseName), anyPartitioned(c, source.tables())),
+                        source.tables());
+            }
+            if (newLayout) {
+                int max = Integer.parseInt(scalar(c, "SHOW max_replication_slots"));
+                int used = Integer.parseInt(scalar(c, "SELECT count(*)::text FROM pg_replication_slots"));
+                if (max - used < pg.shards()) {
+                    throw new SourceSetupException("the " + pg.shards() + " shards need " + pg.shards() + " replication slots, and "
+                            + (max - used) + " of max_replication_slots = " + max + " are free; fix: raise max_replication_slots "
+                            + "(restart needed) or drop unused slots");
+                }
+                for (int i = 0; i < pg.shards(); i++) {
+                    createSlot(c, baseSlot + Shard.suffix(i, pg.shards()));
+                }
+            }
             return filters;
         } catch (SQLException e) {
             throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
@@ -251,6 +280,12 @@ final class PostgresPreflight {
                     + scalar(c, "SHOW server_version"), "remove source.postgres.shards and source.postgres.shard"));
             return checks;
         }
+        int senders = Integer.parseInt(scalar(c, "SHOW max_wal_senders"));
+        if (senders < pg.shards()) {
+            checks.add(Check.fail("shards", "each of the " + pg.shards() + " shards streams through a WAL sender of its own, and "
+                    + "max_wal_senders is " + senders, "raise max_wal_senders (restart needed) to at least " + pg.shards()
+                    + " plus the server's other replication connections"));
+        }
         var problems = new ArrayList<Check>();
         var filters = shardFilters(c, source, aggregateId, problems);
         checks.addAll(problems);
@@ -304,7 +339,13 @@ final class PostgresPreflight {
      */
     private static Map<String, String> shardFilters(Connection c, SourceConfig source, String aggregateId, List<Check> problems)
             throws SQLException {
+        return shardFilters(c, source, aggregateId, problems, source.postgres().shard());
+    }
+
+    private static Map<String, String> shardFilters(Connection c, SourceConfig source, String aggregateId, List<Check> problems,
+                                                    Shard shard) throws SQLException {
         var filters = new LinkedHashMap<String, String>();
+        String firstFunction = null;
         for (String table : source.tables()) {
             String type;
             try (var ps = c.prepareStatement("SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = to_regclass(?) "
@@ -319,12 +360,23 @@ final class PostgresPreflight {
                 continue; // the table check names the missing table or column
             }
             String hash = PostgresDdl.aggregateHash(aggregateId, type);
-            if (hash == null) {
+            String function = hash == null ? null : hash.substring(0, hash.indexOf('('));
+            if (function != null && firstFunction == null) {
+                firstFunction = function;
+            }
+            String other = firstFunction;
+            if (function != null && !function.equals(other)) {
+                // One aggregate's events in two tables must land in one shard, or two streams would publish its key.
+                problems.add(Check.fail("shards", "the aggregate id column " + aggregateId + " of " + table + " is " + type + " ("
+                        + function + "), while another outbox table's hashes with " + other + ": one aggregate's events in both "
+                        + "would land in two shards", "give the outbox tables' aggregate id columns one type, or shard them with "
+                        + "one router each"));
+            } else if (hash == null) {
                 problems.add(Check.fail("shards", "the aggregate id column " + aggregateId + " of " + table + " is " + type
                         + ", which a publication's row filter cannot hash", "shard an outbox whose aggregate id is text, varchar, "
                         + "uuid or an integer type, or remove source.postgres.shards"));
             } else {
-                filters.put(table, PostgresDdl.shardFilter(hash, source.postgres().shard()));
+                filters.put(table, PostgresDdl.shardFilter(hash, shard));
             }
         }
         return filters;
@@ -347,6 +399,27 @@ final class PostgresPreflight {
         return Optional.of(filters);
     }
 
+    private static boolean slotExists(Connection c, String slot) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT 1 FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    private static void createSlot(Connection c, String slot) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT pg_create_logical_replication_slot(?, 'pgoutput')")) {
+            ps.setString(1, slot);
+            ps.execute();
+        } catch (SQLException e) {
+            if (!"42710".equals(e.getSQLState())) { // created meanwhile by another shard's process: what we wanted
+                throw e;
+            }
+        }
+        LOG.info("Created replication slot {}", slot);
+    }
+
     private static String scalar(Connection c, String sql) throws SQLException {
         try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
             return rs.next() ? rs.getString(1) : null;
@@ -365,6 +438,9 @@ final class PostgresPreflight {
         try (var st = c.createStatement()) {
             st.execute(PostgresDdl.heartbeatTable(table));
         } catch (SQLException e) {
+            if ("23505".equals(e.getSQLState()) || "42P07".equals(e.getSQLState())) {
+                return; // created meanwhile by another shard's process
+            }
             throw new SourceSetupException("cannot create the heartbeat table " + table + " (" + e.getMessage()
                     + "); create it: " + PostgresDdl.heartbeatTable(table), e);
         }

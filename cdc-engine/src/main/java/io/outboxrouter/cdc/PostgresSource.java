@@ -2,16 +2,19 @@ package io.outboxrouter.cdc;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.config.Shard;
 import io.outboxrouter.config.SnapshotMode;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
 import org.apache.kafka.connect.data.Struct;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -132,6 +135,18 @@ final class PostgresSource implements Source {
             }
         }
         String table = config.offsets().table();
+        if (!slotExists && stored.isEmpty() && !stored.storedBefore() && pg.shard() != null) {
+            // The first start of a layout creates every shard's slot: a shard without one, beside others that have theirs,
+            // lost it (dropped), and a slot created now would begin later than the others did.
+            var siblings = siblingSlots();
+            if (!siblings.isEmpty()) {
+                return Optional.of(new Drift("replication slot " + pg.slot() + " of " + pg.shard() + " does not exist, while "
+                        + String.join(", ", siblings) + " of the other shards do: it was dropped, and the events of this shard "
+                        + "committed since the others began are in no slot",
+                        "create it at the current WAL position " + current + ": this shard's events committed before are not "
+                                + "published (publish the rows still in the outbox table again with `replay`)"));
+            }
+        }
         if (!slotExists && (!stored.isEmpty() || stored.storedBefore())) {
             String at = storedLsn(stored) == null ? null : formatLsn(storedLsn(stored));
             return Optional.of(new Drift("replication slot " + pg.slot() + " does not exist, but router " + config.name()
@@ -153,7 +168,9 @@ final class PostgresSource implements Source {
                             + formatLsn(storedAt) + " and " + confirmed + " are not published (publish the rows still in the "
                             + "outbox table again with `replay`); after restored offsets, nothing is lost"));
         }
-        if (slotExists && stored.isEmpty()) {
+        if (slotExists && stored.isEmpty() && pg.shard() != null && !stored.storedBefore()) {
+            LOG.info("Router {} starts from its slot {} at {}, created with the other shards' slots", config.name(), pg.slot(), confirmed);
+        } else if (slotExists && stored.isEmpty()) {
             // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
             // slot only moves after a position was stored here; events after it may be published again, none skipped.
             LOG.warn("Router {} has no stored position in {}{}; resuming from its slot {} at {}: events after it may be published "
@@ -161,6 +178,25 @@ final class PostgresSource implements Source {
                     + "truncated)" : "", pg.slot(), confirmed);
         }
         return Optional.empty();
+    }
+
+    /** The slots of this shard's siblings (the same layout) that exist. */
+    private List<String> siblingSlots() throws SQLException {
+        var pg = config.source().postgres();
+        String base = pg.slot().substring(0, pg.slot().length() - pg.shard().suffix().length());
+        var found = new ArrayList<String>();
+        try (var c = config.source().connection().open();
+             var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE slot_name = ANY (?) ORDER BY slot_name")) {
+            var names = IntStream.range(0, pg.shards()).filter(i -> i != pg.shard().index())
+                    .mapToObj(i -> base + Shard.suffix(i, pg.shards())).toArray(String[]::new);
+            ps.setArray(1, c.createArrayOf("text", names));
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(rs.getString(1));
+                }
+            }
+        }
+        return found;
     }
 
     /**

@@ -16,6 +16,13 @@ final class PassThroughKeys {
             "snapshot.mode", "conflicts with source.snapshot; set that instead",
             "name", "is set by the router to its name",
             "connector.class", "follows source.kind");
+    /** Refused for a sharded router: each shard's slot, publication, snapshot and heartbeat are what make it that shard. */
+    private static final Map<String, String> SHARDED = Map.of(
+            "slot.name", "is set per shard from source.postgres.slot",
+            "publication.name", "is set per shard from source.postgres.publication",
+            "publication.autocreate.mode", "is set by the router: it creates each shard's publication with its row filter",
+            "snapshot.select.statement.overrides*", "is set per shard: a shard's snapshot reads only its rows",
+            "heartbeat.action.query", "is set per shard: a shard's publication carries inserts only");
     private static final Map<String, String> PRODUCER = Map.of(
             "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
             "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
@@ -27,6 +34,11 @@ final class PassThroughKeys {
     /** Why a {@code debezium.*} key is refused, or empty when it may be set. */
     static Optional<String> refusedDebezium(String key) {
         return refused(key, DEBEZIUM);
+    }
+
+    /** Why a {@code debezium.*} key is refused for a sharded router, or empty when it may be set. */
+    static Optional<String> refusedSharded(String key) {
+        return refused(key, SHARDED);
     }
 
     /** Why a {@code kafka.producer.*} key is refused, or empty when it may be set. */

@@ -42,6 +42,7 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    private static final Pattern SHARD_NAME = Pattern.compile("-shard-\\d+-of-\\d+$");
     private static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
     private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
@@ -99,6 +100,9 @@ public final class RouterConfigLoader {
         String name = top.requiredString("name", "it names this router's offsets and replication slot, e.g. name: orders-router");
         if (name != null && !ROUTER_NAME.matcher(name).matches()) {
             top.problem("name", "must be lower-case letters, digits, '-' or '_', at most 63 (was \"" + name + "\")");
+        } else if (name != null && SHARD_NAME.matcher(name).find()) {
+            top.problem("name", "must not end like a shard's name, -shard-<i>-of-<N>: the shards of another router are called so "
+                    + "(was \"" + name + "\")");
         }
         var source = source(top.child("source"), name == null ? "outbox_router" : name);
         var outbox = outbox(top.child("outbox"));
@@ -108,6 +112,10 @@ public final class RouterConfigLoader {
         var http = http(top.child("http"));
         var debezium = top.stringMap("debezium");
         debezium.keySet().forEach(k -> PassThroughKeys.refusedDebezium(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
+        if (source.postgres().sharded()) {
+            debezium.keySet().forEach(k -> PassThroughKeys.refusedSharded(k)
+                    .ifPresent(why -> top.problem(top.key("debezium." + k), why + " (source.postgres.shards)")));
+        }
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
     }
 
@@ -175,11 +183,11 @@ public final class RouterConfigLoader {
                 pg.problem(key, "shards split a Postgres outbox over several replication slots; a " + ConfigNode.lower(kind)
                         + " source reads one binlog stream (remove it)");
             }
-            String longestName = Shard.routerName(routerName, count - 1, count);
-            String longestSlot = slot + Shard.suffix(count - 1, count);
-            if (longestName.length() > 63 || longestSlot.length() > 63) {
-                pg.problem(key, "with " + count + " shards the names grow past Postgres's 63 characters (" + longestName + ", "
-                        + longestSlot + "): choose a shorter name or source.postgres.slot");
+            var longest = List.of(Shard.routerName(routerName, count - 1, count), slot + Shard.suffix(count - 1, count),
+                    publication + Shard.suffix(count - 1, count));
+            if (longest.stream().anyMatch(l -> l.length() > 63)) {
+                pg.problem(key, "with " + count + " shards the names grow past Postgres's 63 characters (" + String.join(", ", longest)
+                        + "): choose a shorter name, source.postgres.slot or source.postgres.publication");
             }
         }
         var binlog = n.child("binlog");

@@ -5,6 +5,8 @@ import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.metrics.RouterMetrics;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.routing.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
 import java.time.Duration;
@@ -12,6 +14,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,12 +42,32 @@ public final class Router implements AutoCloseable {
     private final List<StatusReport> status = new ArrayList<>();
     private volatile boolean closed;
     private HealthServer http;
+    /**
+     * A router that runs every shard in one process ({@code shards: N}) holds a lock under its own name too, and starts
+     * its shards only with it: two such processes started together would otherwise each take some of the shards' locks,
+     * and neither would ever be ready. Null for one stream, and for one shard per process ({@code shard: i/N}).
+     */
+    private final Leadership group;
+    private final ScheduledThreadPoolExecutor groupTimer;
+    private volatile boolean streamsStarted;
 
     private Router(RouterConfig config, List<SourceStream> streams, RouterMetrics metrics, boolean sharded) {
         this.config = config;
         this.streams = List.copyOf(streams);
         this.metrics = metrics;
         this.sharded = sharded;
+        if (streams.size() > 1) {
+            groupTimer = new ScheduledThreadPoolExecutor(1, r -> {
+                var t = new Thread(r, "router-" + config.name());
+                t.setDaemon(true);
+                return t;
+            });
+            groupTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+            group = new Leadership(OffsetTableSettings.offsets(config), groupTimer, config.offsets().giveUpAfter());
+        } else {
+            groupTimer = null;
+            group = null;
+        }
     }
 
     /**
@@ -76,13 +100,50 @@ public final class Router implements AutoCloseable {
             router.observe();
             String health = router.http == null ? ""
                     : ", health on http://" + config.http().host() + ":" + router.http.port() + "/health/ready";
-            for (var s : streams) {
-                s.start(health);
+            if (router.group == null) {
+                router.startStreams(health);
+            } else {
+                router.group.start(router.new GroupListener(health));
             }
             return router;
         } catch (RuntimeException e) {
             router.close();
             throw e;
+        }
+    }
+
+    private synchronized void startStreams(String health) {
+        if (streamsStarted || closed) {
+            return;
+        }
+        streamsStarted = true;
+        for (var s : streams) {
+            s.start(health); // each takes its shard's lock, or stands by for it
+        }
+    }
+
+    /** The lock under the router's own name, for a process that runs every shard: it starts them all, or stands by. */
+    private final class GroupListener implements Leadership.Listener {
+        private final String health;
+
+        GroupListener(String health) {
+            this.health = health;
+        }
+
+        @Override
+        public void activated(RouterLock lock) {
+            startStreams(health);
+        }
+
+        @Override
+        public void lost(String why) {
+            // Each shard's own lock fences its stream; this one is taken again, or the router stops (failed).
+            LOG.warn("Router {}: {}; its shards keep their own locks", config.name(), why);
+        }
+
+        @Override
+        public void failed(Throwable error) {
+            completion.completeExceptionally(error);
         }
     }
 
@@ -119,15 +180,20 @@ public final class Router implements AutoCloseable {
     private List<RouterStatus> statuses() {
         var list = new ArrayList<RouterStatus>();
         for (int i = 0; i < streams.size(); i++) {
-            list.add(status.get(i).read(completion.isDone() ? RouterState.STOPPED : streams.get(i).state()));
+            list.add(status.get(i).read(streamsStarted || group == null ? streams.get(i).state() : state()));
         }
         return list;
     }
 
     /** The state of the whole router: the furthest from streaming among its streams. */
     private RouterState state() {
-        return completion.isDone() ? RouterState.STOPPED
-                : streams.stream().map(SourceStream::state).max(Comparator.naturalOrder()).orElse(RouterState.STOPPED);
+        if (completion.isDone()) {
+            return RouterState.STOPPED;
+        }
+        if (group != null && !group.isActive() && !streamsStarted) {
+            return "the database".equals(group.waitingFor()) ? RouterState.WAITING : RouterState.STANDBY;
+        }
+        return streams.stream().map(SourceStream::state).max(Comparator.naturalOrder()).orElse(RouterState.STOPPED);
     }
 
     /** Whether this process reads every one of its replication streams (from memory, no query). */
@@ -168,7 +234,7 @@ public final class Router implements AutoCloseable {
 
     /** Whether this process holds the lock of every one of its streams (false while one stands by or waits for the database). */
     public boolean isActive() {
-        return streams.stream().allMatch(SourceStream::isActive);
+        return (group == null || group.isActive()) && streams.stream().allMatch(SourceStream::isActive);
     }
 
     /**
@@ -176,6 +242,9 @@ public final class Router implements AutoCloseable {
      * streams one of its streams); null while active.
      */
     public String waitingFor() {
+        if (group != null && !group.isActive()) {
+            return group.waitingFor();
+        }
         var waiting = streams.stream().map(SourceStream::waitingFor).filter(w -> w != null).toList();
         return waiting.isEmpty() ? null : waiting.stream().filter(w -> !"the database".equals(w)).findFirst().orElse(waiting.get(0));
     }
@@ -200,6 +269,15 @@ public final class Router implements AutoCloseable {
             closed = true;
         }
         LOG.info("Stopping router {}", config.name());
+        if (group != null) {
+            group.stopWatching();
+            groupTimer.shutdown();
+            try {
+                groupTimer.awaitTermination(60, TimeUnit.SECONDS); // a start of the shards under way finishes first
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         try {
             if (streams.size() == 1) {
                 streams.get(0).close();
@@ -211,6 +289,10 @@ public final class Router implements AutoCloseable {
                 })).toArray(CompletableFuture[]::new)).join();
             }
         } finally {
+            if (group != null) {
+                group.close(); // after the shards stopped: a standby takes over only then
+                groupTimer.shutdownNow();
+            }
             if (http != null) {
                 http.close();
             }

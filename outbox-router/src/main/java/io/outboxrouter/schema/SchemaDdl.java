@@ -113,7 +113,7 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
             return "CREATE ROLE " + role + " WITH LOGIN REPLICATION PASSWORD 'change-me';\n"
                     + "GRANT SELECT ON " + String.join(", ", tables) + " TO " + role + ";\n"
                     // the heartbeat row: upserted, or (sharded: publications of inserts only) deleted and inserted
-                    + heartbeatTable.map(t -> "GRANT INSERT, " + (shards > 1 ? "DELETE" : "UPDATE") + " ON " + t + " TO " + role + ";\n")
+                    + heartbeatTable.map(t -> "GRANT SELECT, INSERT, " + (shards > 1 ? "DELETE" : "UPDATE") + " ON " + t + " TO " + role + ";\n")
                     .orElse("")
                     + "-- The offsets table is created in the first schema of the search path when missing.\n"
                     + "GRANT CREATE ON SCHEMA " + schemas.get(0) + " TO " + role + ";\n";

@@ -32,6 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -45,6 +46,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 class PostgresShardsIT {
     @TempDir
     Path dir;
+
+    /** Shards take slots by the handful: give them back to the shared server, which the other suites use too. */
+    @AfterEach
+    void dropTheShardsSlots() throws SQLException {
+        try (var c = TestServers.postgres().connect("postgres"); var st = c.createStatement()) {
+            st.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE '%\\_shard\\_%' "
+                    + "AND NOT active");
+        }
+    }
 
     private static PostgresOutbox newDatabase(String name) throws SQLException {
         return new PostgresOutbox(TestServers.postgres(), name);
@@ -165,27 +175,83 @@ class PostgresShardsIT {
     }
 
     @Test
-    void oneShardPerProcessTogetherPublishEverythingAndAShardAlreadyStreamedStandsBy() throws Exception {
+    void oneShardPerProcessStartedHoursApartMissNothingAndAShardAlreadyStreamedStandsBy() throws Exception {
         var db = newDatabase(unique("shardproc"));
         String topics = unique("shardproc");
         String name = unique("shardproc-router").replace('_', '-');
         try (var first = start(yaml(db, name, topics, 0, "shard: 0/2"));
-             var second = start(yaml(db, name, topics, 0, "shard: 1/2"));
              var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
-            var ids = OutboxContract.writeSequenced(db, 400, 50);
+            // Written while only shard 0 runs: the first start of the layout created shard 1's slot too.
+            var before = OutboxContract.writeSequenced(db, 200, 50);
+            try (var second = start(yaml(db, name, topics, 0, "shard: 1/2"))) {
+                var ids = new ArrayList<>(before);
+                ids.addAll(OutboxContract.writeSequenced(db, 200, 50));
+                kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+                var received = kafka.settle(Duration.ofSeconds(1));
+                assertThat(received).hasSize(400);
+                assertOrderPerAggregate(received);
+                assertThat(first.metrics().publishedTotal()).isPositive();
+                assertThat(second.metrics().publishedTotal()).isPositive();
+                assertThat(first.metrics().publishedTotal() + second.metrics().publishedTotal()).isEqualTo(400);
+
+                // A process for both shards streams neither while these hold their locks.
+                try (var both = Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, "shards: 2"), Map.of()))) {
+                    Thread.sleep(2_000);
+                    assertThat(both.isActive()).isFalse();
+                    assertThat(both.waitingFor()).isEqualTo("the other process");
+                    assertThat(both.isStreaming()).isFalse();
+                }
+            }
+        }
+    }
+
+    /** Two processes for every shard, started together (a deployment with a standby): one streams them all, one waits. */
+    @Test
+    void aSecondProcessForEveryShardStandsByWholeAndTakesOverWhole() throws Exception {
+        var db = newDatabase(unique("shardstandby"));
+        String topics = unique("shardstandby");
+        String name = unique("shardstandby-router").replace('_', '-');
+        String yaml = yaml(db, name, topics, 0, "shards: 3");
+        var active = Router.start(RouterConfigLoader.parse(yaml, Map.of()));
+        try (var standby = Router.start(RouterConfigLoader.parse(yaml, Map.of()));
+             var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            assertThat(active.awaitStreaming(Duration.ofSeconds(90))).isTrue();
+            assertThat(standby.isActive()).isFalse();
+            assertThat(standby.waitingFor()).isEqualTo("the other process");
+            var ids = new ArrayList<>(OutboxContract.writeSequenced(db, 300, 60));
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+            assertThat(active.metrics().publishedTotal()).isEqualTo(300);
+
+            active.close();
+            assertThat(standby.awaitStreaming(Duration.ofSeconds(60))).as("the standby takes every shard over").isTrue();
+            ids.addAll(OutboxContract.writeSequenced(db, 300, 60));
             kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
             assertOrderPerAggregate(kafka.settle(Duration.ofSeconds(1)));
-            assertThat(first.metrics().publishedTotal()).isPositive();
-            assertThat(second.metrics().publishedTotal()).isPositive();
-            assertThat(first.metrics().publishedTotal() + second.metrics().publishedTotal()).isEqualTo(400);
+            assertThat(standby.metrics().publishedTotal()).isPositive();
+        } finally {
+            active.close();
+        }
+    }
 
-            // A process for both shards streams neither while these hold their locks.
-            try (var both = Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, "shards: 2"), Map.of()))) {
-                Thread.sleep(2_000);
-                assertThat(both.isActive()).isFalse();
-                assertThat(both.waitingFor()).isEqualTo("the other process");
-                assertThat(both.isStreaming()).isFalse();
-            }
+    /** A row without an aggregate id is in shard 0 (a NULL row filter would publish it nowhere): a dead letter, as unsharded. */
+    @Test
+    void aRowWithoutAnAggregateIdIsADeadLetterNotLost() throws Exception {
+        var db = newDatabase(unique("shardnull"));
+        db.execute("ALTER TABLE public.outbox ALTER COLUMN aggregateid DROP NOT NULL");
+        String topics = unique("shardnull");
+        String name = unique("shardnull-router").replace('_', '-');
+        String deadLetters = topics + ".dlq";
+        String yaml = yaml(db, name, topics, 0, "shards: 2").replace("routing:\n", "routing:\n  dead-letters: { topic: " + deadLetters + " }\n");
+        try (var router = start(yaml); var dlq = new KafkaEvents(kafka(), java.util.regex.Pattern.quote(deadLetters));
+             var c = db.connect(); var st = c.createStatement()) {
+            st.execute("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES "
+                    + "(gen_random_uuid(), 'Order', NULL, 'Created', '{}')");
+            c.commit();
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> {
+                dlq.poll();
+                return !dlq.all().isEmpty();
+            });
+            assertThat(router.metrics().deadLetteredTotal()).isEqualTo(1);
         }
     }
 

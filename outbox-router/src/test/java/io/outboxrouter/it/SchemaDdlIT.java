@@ -33,7 +33,7 @@ class SchemaDdlIT {
 
     @Test
     void thePostgresDdlCreatesEverythingTheRouterNeedsWithALeastPrivilegeRole() throws Exception {
-        streamsThroughThePrintedDdl("");
+        streamsThroughThePrintedDdl(", postgres: { heartbeat-interval: 1s }");
     }
 
     @Test
@@ -70,6 +70,17 @@ class SchemaDdlIT {
             }
             kafka.awaitIds(Set.of(id), Duration.ofSeconds(60));
             assertThat(kafka.all().get(0).header("traceparent")).isEqualTo("00-abc-01");
+            if (config.source().postgres().heartbeat()) {
+                // The role's grants let every shard's heartbeat run (deleting its row needs SELECT too): each beat is recent.
+                int shards = config.source().postgres().shards();
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> {
+                    try (var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM public.outbox_router_heartbeat "
+                            + "WHERE beat_at > now() - interval '3 seconds'")) {
+                        rs.next();
+                        return rs.getInt(1) == shards;
+                    }
+                });
+            }
         }
         assertThat(PostgresServer.USER).isNotEqualTo(role);
     }

@@ -47,8 +47,8 @@ public final class PostgresServer implements DatabaseServer {
                     .setCleanDataDirectory(false)
                     .setPGStartupWait(Duration.ofSeconds(60))
                     .setServerConfig("wal_level", "logical")
-                    .setServerConfig("max_replication_slots", "32")
-                    .setServerConfig("max_wal_senders", "32")
+                    .setServerConfig("max_replication_slots", "128")
+                    .setServerConfig("max_wal_senders", "64")
                     .setServerConfig("max_connections", "200")
                     // zonky defaults to synchronous_commit=off; then the walsender ships WAL only on the WAL
                     // writer's 200 ms cycle and commit-to-Kafka latency grows by that much. Production runs "on".
