@@ -50,6 +50,29 @@ class CheckCommandIT {
                 "PASS  offsets table", "PASS  kafka: reached", "All checks passed.").doesNotContain("FAIL");
     }
 
+    /** A sharded router: every shard's slot, publication, offsets and position, each named; a wrong publication failed with the fix. */
+    @Test
+    void eachShardIsCheckedUnderItsNameAndAPublicationWithAnotherFilterFails() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("checkshards"));
+        String name = OutboxContract.unique("checkshards-router").replace('_', '-');
+        String pub = name.replace('-', '_');
+        String yaml = "name: " + name + "\n" + db.sourceYaml().replace("  tables: [public.outbox, public.outbox_binary]\n",
+                "  tables: [public.outbox]\n  postgres: { shards: 2 }\n") + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\n";
+        var r = check(yaml);
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("PASS  shard 0 of 2: publication: publication " + pub + "_shard_0_of_2 will be created on first start",
+                "PASS  shard 1 of 2: replication slot: slot " + pub + "_shard_1_of_2 will be created on first start",
+                "PASS  shard 1 of 2: shard layout", "PASS  shard 0 of 2: offsets table", "All checks passed.");
+
+        db.execute("CREATE PUBLICATION " + pub + "_shard_1_of_2 FOR TABLE public.outbox WHERE ((hashtext(aggregateid::text) & 2147483647) % 2 = 1) "
+                + "WITH (publish = 'insert, delete')");
+        r = check(yaml);
+        assertThat(r.exit()).as(r.out()).isEqualTo(1);
+        assertThat(r.out()).contains("FAIL  shard 1 of 2: publication: publication " + pub + "_shard_1_of_2 is not " + name + "-shard-1-of-2's: "
+                        + "it publishes more than inserts", "it filters public.outbox by", "fix: DROP PUBLICATION " + pub + "_shard_1_of_2; CREATE PUBLICATION")
+                .contains("PASS  shard 0 of 2: publication");
+    }
+
     @Test
     void aMariaDbRouterSetUpRightPassesEveryCheck() throws Exception {
         var db = BinlogOutbox.mariadb(OutboxContract.unique("check"));
