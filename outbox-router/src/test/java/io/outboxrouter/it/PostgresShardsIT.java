@@ -205,6 +205,27 @@ class PostgresShardsIT {
         }
     }
 
+    /** {@code run --once} of a sharded router drains every shard, then exits 0; the next run publishes only what is new. */
+    @Test
+    void runOnceDrainsEveryShardThenExitsZero() throws Exception {
+        var db = newDatabase(unique("shardonce"));
+        String topics = unique("shardonce");
+        var config = Files.writeString(dir.resolve("once.yml"), yaml(db, unique("shardonce-router").replace('_', '-'), topics, 0, "shards: 3"));
+        var log = dir.resolve("once.log");
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            assertThat(RouterProcess.runOnce(config, log, Duration.ofSeconds(120))).as("first run creates the slots: %s", log).isZero();
+            var ids = new ArrayList<>(OutboxContract.writeSequenced(db, 150, 30));
+            assertThat(RouterProcess.runOnce(config, log, Duration.ofSeconds(120))).as("second run").isZero();
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(10)); // acknowledged before the exit
+            ids.addAll(OutboxContract.writeSequenced(db, 150, 30));
+            assertThat(RouterProcess.runOnce(config, log, Duration.ofSeconds(120))).as("third run").isZero();
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(10));
+            var received = kafka.settle(Duration.ofSeconds(1));
+            assertThat(received).as("each of the 300 events exactly once").hasSize(300);
+            assertOrderPerAggregate(received);
+        }
+    }
+
     /** Two processes for every shard, started together (a deployment with a standby): one streams them all, one waits. */
     @Test
     void aSecondProcessForEveryShardStandsByWholeAndTakesOverWhole() throws Exception {
