@@ -99,6 +99,7 @@ public final class CdcEngine implements AutoCloseable {
     public static CdcEngine start(RouterConfig config, Source source, ChangeHandler handler, boolean acceptGap, long fence) {
         source.prepare();
         PositionCheck.verify(config, source, acceptGap);
+        source.afterPositionCheck();
         var engine = new CdcEngine(config, source, handler, fence);
         engine.thread.execute(engine::run);
         return engine;

@@ -14,7 +14,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,33 +55,18 @@ final class PostgresPreflight {
             }
             var filters = shardFilters(c, source, aggregateId, new ArrayList<>());
             var shard = pg.shard();
-            String baseSlot = pg.slot().substring(0, pg.slot().length() - shard.suffix().length());
-            String basePublication = pg.publication().substring(0, pg.publication().length() - shard.suffix().length());
-            String baseName = routerName.substring(0, routerName.length() - shard.routerName("").length());
-            boolean newLayout = true;
-            for (int i = 0; i < pg.shards(); i++) {
-                newLayout &= !slotExists(c, baseSlot + Shard.suffix(i, pg.shards()));
-            }
-            // The first start of a layout creates every shard's publication, then every shard's slot, so that all shards
-            // begin at the same point: a shard started later (one process per shard) misses nothing committed meanwhile.
-            for (int i = newLayout ? 0 : shard.index(); i < (newLayout ? pg.shards() : shard.index() + 1); i++) {
-                var each = new Shard(i, pg.shards());
-                var eachFilters = shardFilters(c, source, aggregateId, new ArrayList<>(), each);
-                String publication = basePublication + each.suffix();
-                ensurePublication(c, publication, PostgresDdl.createShardPublication(publication, eachFilters,
-                        pg.heartbeat() ? pg.heartbeatTable() : null, each.routerName(baseName), anyPartitioned(c, source.tables())),
-                        source.tables());
-            }
-            if (newLayout) {
-                int max = Integer.parseInt(scalar(c, "SHOW max_replication_slots"));
-                int used = Integer.parseInt(scalar(c, "SELECT count(*)::text FROM pg_replication_slots"));
-                if (max - used < pg.shards()) {
-                    throw new SourceSetupException("the " + pg.shards() + " shards need " + pg.shards() + " replication slots, and "
-                            + (max - used) + " of max_replication_slots = " + max + " are free; fix: raise max_replication_slots "
-                            + "(restart needed) or drop unused slots");
-                }
-                for (int i = 0; i < pg.shards(); i++) {
-                    createSlot(c, baseSlot + Shard.suffix(i, pg.shards()));
+            var layout = Layout.of(source, routerName);
+            try (var lock = layout.lock(c)) {
+                // The first start of a layout creates every shard's publication (its slots follow, after the position check:
+                // createLayoutSlots), so that all shards begin at the same point.
+                boolean fresh = layout.existingSlots(c).isEmpty();
+                for (int i = fresh ? 0 : shard.index(); i < (fresh ? pg.shards() : shard.index() + 1); i++) {
+                    var each = new Shard(i, pg.shards());
+                    var eachFilters = shardFilters(c, source, aggregateId, new ArrayList<>(), each);
+                    String publication = layout.publication(i);
+                    ensurePublication(c, publication, PostgresDdl.createShardPublication(publication, eachFilters,
+                            pg.heartbeat() ? pg.heartbeatTable() : null, layout.routerName(i), anyPartitioned(c, source.tables())),
+                            source.tables());
                 }
             }
             return filters;
@@ -87,7 +74,6 @@ final class PostgresPreflight {
             throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
         }
     }
-
 
     private static List<String> published(SourceConfig source) {
         var tables = new ArrayList<>(source.tables());
@@ -399,12 +385,97 @@ final class PostgresPreflight {
         return Optional.of(filters);
     }
 
-    private static boolean slotExists(Connection c, String slot) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT 1 FROM pg_replication_slots WHERE slot_name = ?")) {
-            ps.setString(1, slot);
-            try (var rs = ps.executeQuery()) {
-                return rs.next();
+    /**
+     * After the position check, on a layout's first start: creates every shard's slot at once, so that a shard whose process
+     * starts later misses nothing committed meanwhile. Only when no slot of the layout exists and no shard of it ever stored
+     * a position (a layout whose slots are gone is drift, refused shard by shard, never quietly re-created here).
+     *
+     * @param storedBefore whether the shard of this name stored a position, or was reset, before
+     */
+    static void createLayoutSlots(String routerName, SourceConfig source, Predicate<String> storedBefore) {
+        var pg = source.postgres();
+        var layout = Layout.of(source, routerName);
+        try (Connection c = source.connection().open(); var lock = layout.lock(c)) {
+            if (!layout.existingSlots(c).isEmpty()) {
+                return;
             }
+            for (int i = 0; i < pg.shards(); i++) {
+                if (storedBefore.test(layout.routerName(i))) {
+                    return;
+                }
+            }
+            int max = Integer.parseInt(scalar(c, "SHOW max_replication_slots"));
+            int used = Integer.parseInt(scalar(c, "SELECT count(*)::text FROM pg_replication_slots"));
+            if (max - used < pg.shards()) {
+                throw new SourceSetupException("the " + pg.shards() + " shards need " + pg.shards() + " replication slots, and "
+                        + (max - used) + " of max_replication_slots = " + max + " are free; fix: raise max_replication_slots "
+                        + "(restart needed) or drop unused slots");
+            }
+            for (int i = 0; i < pg.shards(); i++) {
+                createSlot(c, layout.slot(i));
+            }
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot create the shards' replication slots on " + source.connection().url() + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /** A lock held until closed. */
+    interface Held extends AutoCloseable {
+        @Override
+        void close() throws SQLException;
+    }
+
+    /** The names of one shard layout (a router's N shards), and a lock that keeps two processes from setting it up at once. */
+    record Layout(String slot, String publication, String routerName, int count) {
+        static Layout of(SourceConfig source, String shardName) {
+            var pg = source.postgres();
+            int cut = pg.shard().suffix().length();
+            return new Layout(pg.slot().substring(0, pg.slot().length() - cut), pg.publication().substring(0, pg.publication().length() - cut),
+                    shardName.substring(0, shardName.length() - pg.shard().routerName("").length()), pg.shards());
+        }
+
+        String slot(int i) {
+            return slot + Shard.suffix(i, count);
+        }
+
+        String publication(int i) {
+            return publication + Shard.suffix(i, count);
+        }
+
+        String routerName(int i) {
+            return Shard.routerName(routerName, i, count);
+        }
+
+        /** The layout's slots that exist. */
+        List<String> existingSlots(Connection c) throws SQLException {
+            var found = new ArrayList<String>();
+            try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE slot_name = ANY (?) ORDER BY slot_name")) {
+                ps.setArray(1, c.createArrayOf("text", IntStream.range(0, count).mapToObj(this::slot).toArray()));
+                try (var rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        found.add(rs.getString(1));
+                    }
+                }
+            }
+            return found;
+        }
+
+        /**
+         * A session advisory lock on the layout (two int keys: a space apart from the router locks' bigint keys), held until
+         * closed: the shards' processes set the layout up, and look at it, one at a time.
+         */
+        Held lock(Connection c) throws SQLException {
+            try (var ps = c.prepareStatement("SELECT pg_advisory_lock(hashtext('outbox-router-layout'), hashtext(?))")) {
+                ps.setString(1, slot);
+                ps.execute();
+            }
+            return () -> {
+                try (var ps = c.prepareStatement("SELECT pg_advisory_unlock(hashtext('outbox-router-layout'), hashtext(?))")) {
+                    ps.setString(1, slot);
+                    ps.execute();
+                }
+            };
         }
     }
 
@@ -412,12 +483,13 @@ final class PostgresPreflight {
         try (var ps = c.prepareStatement("SELECT pg_create_logical_replication_slot(?, 'pgoutput')")) {
             ps.setString(1, slot);
             ps.execute();
+            LOG.info("Created replication slot {}", slot);
         } catch (SQLException e) {
-            if (!"42710".equals(e.getSQLState())) { // created meanwhile by another shard's process: what we wanted
+            if (!"42710".equals(e.getSQLState())) {
                 throw e;
             }
+            LOG.info("Replication slot {} exists already", slot);
         }
-        LOG.info("Created replication slot {}", slot);
     }
 
     private static String scalar(Connection c, String sql) throws SQLException {
@@ -485,6 +557,10 @@ final class PostgresPreflight {
         try (var st = c.createStatement()) {
             st.execute(sql);
         } catch (SQLException e) {
+            if ("42710".equals(e.getSQLState()) || "23505".equals(e.getSQLState())) {
+                LOG.info("Publication {} was created meanwhile by another process", publication);
+                return;
+            }
             throw new SourceSetupException("cannot create publication " + publication + " (" + e.getMessage()
                     + "); create it as the table owner: " + sql, e);
         }

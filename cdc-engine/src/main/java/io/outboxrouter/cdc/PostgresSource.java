@@ -2,8 +2,9 @@ package io.outboxrouter.cdc;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.config.RouterConfig;
-import io.outboxrouter.config.Shard;
 import io.outboxrouter.config.SnapshotMode;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -14,7 +15,6 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
-import java.util.stream.IntStream;
 import org.apache.kafka.connect.data.Struct;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,6 +42,17 @@ final class PostgresSource implements Source {
     public void prepare() {
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 config.outbox().columns().aggregateId());
+    }
+
+    @Override
+    public void afterPositionCheck() {
+        if (config.source().postgres().shard() == null) {
+            return;
+        }
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            PostgresPreflight.createLayoutSlots(config.name(), config.source(),
+                    name -> !table.read(name).isEmpty() || table.state(name).isPresent());
+        }
     }
 
     @Override
@@ -141,8 +152,8 @@ final class PostgresSource implements Source {
             var siblings = siblingSlots();
             if (!siblings.isEmpty()) {
                 return Optional.of(new Drift("replication slot " + pg.slot() + " of " + pg.shard() + " does not exist, while "
-                        + String.join(", ", siblings) + " of the other shards do: it was dropped, and the events of this shard "
-                        + "committed since the others began are in no slot",
+                        + String.join(", ", siblings) + " of the other shards do: it was dropped (or its creation did not finish), "
+                        + "and the events of this shard committed since the others began are in no slot",
                         "create it at the current WAL position " + current + ": this shard's events committed before are not "
                                 + "published (publish the rows still in the outbox table again with `replay`)"));
             }
@@ -180,23 +191,14 @@ final class PostgresSource implements Source {
         return Optional.empty();
     }
 
-    /** The slots of this shard's siblings (the same layout) that exist. */
+    /** The slots of this shard's siblings (the same layout) that exist; waits while another process sets the layout up. */
     private List<String> siblingSlots() throws SQLException {
-        var pg = config.source().postgres();
-        String base = pg.slot().substring(0, pg.slot().length() - pg.shard().suffix().length());
-        var found = new ArrayList<String>();
-        try (var c = config.source().connection().open();
-             var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE slot_name = ANY (?) ORDER BY slot_name")) {
-            var names = IntStream.range(0, pg.shards()).filter(i -> i != pg.shard().index())
-                    .mapToObj(i -> base + Shard.suffix(i, pg.shards())).toArray(String[]::new);
-            ps.setArray(1, c.createArrayOf("text", names));
-            try (var rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    found.add(rs.getString(1));
-                }
-            }
+        var layout = PostgresPreflight.Layout.of(config.source(), config.name());
+        try (var c = config.source().connection().open(); var lock = layout.lock(c)) {
+            var found = new ArrayList<>(layout.existingSlots(c));
+            found.remove(config.source().postgres().slot());
+            return found;
         }
-        return found;
     }
 
     /**

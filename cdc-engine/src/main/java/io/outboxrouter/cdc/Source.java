@@ -48,6 +48,13 @@ public sealed interface Source permits PostgresSource, BinlogSource {
      */
     void prepare();
 
+    /**
+     * Creates what the stream reads from, once its stored position is known to add up ({@link PositionCheck}): Postgres
+     * shards, on a layout's first start, create every shard's slot at once.
+     */
+    default void afterPositionCheck() {
+    }
+
     /** Adds the connector properties of this kind to the common ones. */
     void addConnectorProperties(Properties p);
 

@@ -43,6 +43,7 @@ public final class RouterConfigLoader {
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Pattern SHARD_NAME = Pattern.compile("-shard-\\d+-of-\\d+$");
+    private static final Pattern SHARD_SUFFIX = Pattern.compile("_shard_\\d+_of_\\d+$");
     private static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
     private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
@@ -154,6 +155,12 @@ public final class RouterConfigLoader {
         String publication = pg.string("publication", defaultName);
         if (!IDENTIFIER.matcher(publication).matches()) {
             pg.problem(pg.key("publication"), "must be a plain SQL identifier (was \"" + publication + "\")");
+        }
+        for (var named : Map.of("slot", slot, "publication", publication).entrySet()) {
+            if (SHARD_SUFFIX.matcher(named.getValue()).find()) {
+                pg.problem(pg.key(named.getKey()), "must not end like a shard's, _shard_<i>_of_<N>: another router's shards are "
+                        + "called so (was \"" + named.getValue() + "\"" + (pg.raw(named.getKey()).isPresent() ? "" : ", from the name") + ")");
+            }
         }
         Duration heartbeat = pg.duration("heartbeat-interval", Duration.ZERO);
         String heartbeatTable = pg.string("heartbeat-table", "public.outbox_router_heartbeat");

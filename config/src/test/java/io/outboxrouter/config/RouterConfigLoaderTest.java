@@ -87,6 +87,12 @@ class RouterConfigLoaderTest {
                 .singleElement().asString().startsWith("source.postgres.shards: ");
         assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shards: 2\n    slot: " + "s".repeat(55) + "\n")))
                 .singleElement().asString().startsWith("source.postgres.shards: with 2 shards the names grow past Postgres's 63 characters");
+        assertThat(problems(MINIMAL.replace("name: orders-router", "name: orders-shard-0-of-2")))
+                .contains("name: must not end like a shard's name, -shard-<i>-of-<N>: the shards of another router are called so "
+                        + "(was \"orders-shard-0-of-2\")");
+        assertThat(problems(MINIMAL.replace("name: orders-router", "name: orders_shard_0_of_2")))
+                .contains("source.postgres.slot: must not end like a shard's, _shard_<i>_of_<N>: another router's shards are called so "
+                        + "(was \"orders_shard_0_of_2\", from the name)");
         assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mysql://db:3306/app")
                 .replace("  password: s3cret-pw\n", "  kind: mysql\n  password: s3cret-pw\n" + "  postgres:\n    shards: 2\n")))
                 .containsExactly("source.postgres.shards: shards split a Postgres outbox over several replication slots; a mysql source "

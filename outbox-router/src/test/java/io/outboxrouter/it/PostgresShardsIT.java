@@ -354,6 +354,51 @@ class PostgresShardsIT {
         }
     }
 
+    /** Slots gone while stopped are refused shard by shard as drift, never created again quietly with the layout's. */
+    @Test
+    void slotsDroppedWhileStoppedAreRefusedNotCreatedAgainQuietly() throws Exception {
+        var db = newDatabase(unique("shardgone"));
+        String topics = unique("shardgone");
+        String name = unique("shardgone-router").replace('_', '-');
+        String slot = name.replace('-', '_');
+        String yaml = yaml(db, name, topics, 0, "shards: 2");
+        try (var router = start(yaml); var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            var ids = OutboxContract.writeSequenced(db, 100, 20); // both shards store a position
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+        }
+        db.execute("SELECT pg_drop_replication_slot('" + slot + "_shard_0_of_2')");
+        db.execute("SELECT pg_drop_replication_slot('" + slot + "_shard_1_of_2')");
+        assertThatThrownBy(() -> Router.start(RouterConfigLoader.parse(yaml, Map.of())).close())
+                .isInstanceOf(SourceSetupException.class)
+                .hasMessageContaining("replication slot " + slot + "_shard_0_of_2 does not exist, but router " + name + "-shard-0-of-2 stored");
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '" + slot + "\\_%'")) {
+            rs.next();
+            assertThat(rs.getInt(1)).as("no slot created again").isZero();
+        }
+    }
+
+    /** A shard whose slot is missing beside its siblings' (dropped, or never finished) is refused, with --accept-gap the way on. */
+    @Test
+    void aShardWithoutItsSlotBesideItsSiblingsIsRefused() throws Exception {
+        var db = newDatabase(unique("shardhalf"));
+        String topics = unique("shardhalf");
+        String name = unique("shardhalf-router").replace('_', '-');
+        String slot = name.replace('-', '_');
+        try (var first = start(yaml(db, name, topics, 0, "shard: 0/2"))) {
+            assertThat(first.isStreaming()).isTrue(); // created both shards' slots
+        }
+        db.execute("SELECT pg_drop_replication_slot('" + slot + "_shard_1_of_2')");
+        assertThatThrownBy(() -> Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, "shard: 1/2"), Map.of())).close())
+                .isInstanceOf(SourceSetupException.class)
+                .hasMessageContaining("replication slot " + slot + "_shard_1_of_2 of shard 1 of 2 does not exist, while " + slot
+                        + "_shard_0_of_2 of the other shards do")
+                .hasMessageContaining("--accept-gap");
+        try (var second = Router.start(RouterConfigLoader.parse(yaml(db, name, topics, 0, "shard: 1/2"), Map.of()), true)) {
+            assertThat(second.awaitStreaming(Duration.ofSeconds(60))).as("accepted with --accept-gap").isTrue();
+        }
+    }
+
     private static String get(int port, String path) throws Exception {
         return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
