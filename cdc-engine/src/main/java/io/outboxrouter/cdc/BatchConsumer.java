@@ -57,6 +57,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         progress.batchesStarted().incrementAndGet();
         MDC.put("router", routerName); // what the handler logs belongs to this router (its status page lists it)
         var events = new ArrayList<ChangeEvent>(records.size());
+        var eventRecords = new ArrayList<Integer>(records.size()); // the record index of each event
         var pendingDrain = drain;
         int marker = -1;
         for (int i = 0; i < records.size(); i++) {
@@ -64,9 +65,14 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
             if (pendingDrain != null && marker < 0 && pendingDrain.isMarker(r.record())) {
                 marker = i;
             }
-            changeRecords.toEvent(r.record()).ifPresent(events::add);
+            int index = i;
+            changeRecords.toEvent(r.record()).ifPresent(e -> {
+                events.add(e);
+                eventRecords.add(index);
+            });
         }
-        if (!events.isEmpty()) {
+        boolean transactional = handler.transactional();
+        if (!transactional && !events.isEmpty()) {
             handle(events);
         }
         var safe = boundaries.lastSafe(records);
@@ -79,6 +85,22 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         unstoredEvents |= !events.isEmpty();
         if (safe != null && storedOnce && !unstoredEvents && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
             safe = null;
+        }
+        if (transactional) {
+            // The events of complete transactions, their position committed with them, then those of the one still open.
+            int complete = 0;
+            while (safe != null && complete < events.size() && eventRecords.get(complete) <= safe.index()) {
+                complete++;
+            }
+            if (complete > 0) {
+                handle(events.subList(0, complete));
+            }
+            if (safe != null) {
+                commit(safe.record().record());
+            }
+            if (complete < events.size()) {
+                handle(events.subList(complete, events.size()));
+            }
         }
         if (safe != null) {
             committer.markProcessed(safe.record());
@@ -116,6 +138,17 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     private void handle(List<ChangeEvent> events) throws InterruptedException {
         try {
             handler.handle(events);
+        } catch (InterruptedException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    /** Commits what the transactional handler was given since its last commit, with the position after {@code record}. */
+    private void commit(SourceRecord record) throws InterruptedException {
+        try {
+            handler.commit(new SourcePosition(record.sourcePartition(), record.sourceOffset()));
         } catch (InterruptedException | RuntimeException e) {
             throw e;
         } catch (Exception e) {

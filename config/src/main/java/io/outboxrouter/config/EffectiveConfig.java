@@ -58,8 +58,13 @@ public final class EffectiveConfig {
         root.put("routing", map("topic", c.routing().topic().source(),
                 "dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
                         "topic", c.routing().deadLetters().topic())));
-        root.put("kafka", map("bootstrap-servers", c.kafka().bootstrapServers(), "producer", masked(c.kafka().producer()),
-                "give-up-after", Durations.format(c.kafka().giveUpAfter())));
+        root.put("delivery", ConfigNode.lower(c.kafka().delivery()));
+        var kafka = map("bootstrap-servers", c.kafka().bootstrapServers(), "producer", masked(c.kafka().producer()),
+                "give-up-after", Durations.format(c.kafka().giveUpAfter()));
+        if (c.kafka().exactlyOnce()) {
+            kafka.put("offsets-topic", c.kafka().offsetsTopic());
+        }
+        root.put("kafka", kafka);
         var offsets = new LinkedHashMap<String, Object>();
         offsets.put("table", c.offsets().table());
         offsets.put("schema-history-table", c.offsets().schemaHistoryTable());

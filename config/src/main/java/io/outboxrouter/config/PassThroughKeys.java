@@ -26,7 +26,7 @@ final class PassThroughKeys {
     private static final Map<String, String> PRODUCER = Map.of(
             "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
             "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
-            "transactional.id", "is not supported: delivery is at-least-once with an idempotent producer");
+            "transactional.id", "is set by the router from its name when delivery is exactly-once (outbox-router.<name>)");
 
     private PassThroughKeys() {
     }
@@ -39,6 +39,30 @@ final class PassThroughKeys {
     /** Why a {@code debezium.*} key is refused for a sharded router, or empty when it may be set. */
     static Optional<String> refusedSharded(String key) {
         return refused(key, SHARDED);
+    }
+
+    /**
+     * Why a {@code kafka.producer.*} key with this value is refused under {@code delivery: exactly-once}, or empty. More
+     * than five requests in flight per connection is refused by the idempotent producer a transactional one is.
+     */
+    static Optional<String> refusedExactlyOnce(String key, String value) {
+        if (key.equals("max.in.flight.requests.per.connection")) {
+            try {
+                int n = Integer.parseInt(value.trim());
+                return n >= 1 && n <= 5 ? Optional.empty() : Optional.of("must be 1 to 5 for a transactional producer");
+            } catch (NumberFormatException e) {
+                return Optional.of("must be a number from 1 to 5");
+            }
+        }
+        if (key.equals("transaction.timeout.ms")) {
+            try {
+                return Integer.parseInt(value.trim()) >= 1_000 ? Optional.empty()
+                        : Optional.of("must be at least 1000: a shorter timeout aborts transactions while they are being sent");
+            } catch (NumberFormatException e) {
+                return Optional.of("must be a number of milliseconds");
+            }
+        }
+        return Optional.empty();
     }
 
     /** Why a {@code kafka.producer.*} key is refused, or empty when it may be set. */

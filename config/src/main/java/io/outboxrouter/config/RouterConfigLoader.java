@@ -52,6 +52,7 @@ public final class RouterConfigLoader {
     /** Producer settings the delivery guarantees depend on: not overridable. */
     private static final Map<String, String> FIXED_PRODUCER = Map.of(
             "acks", "all", "enable.idempotence", "true");
+    private static final Pattern TOPIC_NAME = Pattern.compile("[A-Za-z0-9._-]{1,249}");
     private static final Set<String> OWNED_PRODUCER = Set.of("key.serializer", "value.serializer", "bootstrap.servers");
 
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
@@ -108,7 +109,8 @@ public final class RouterConfigLoader {
         var source = source(top.child("source"), name == null ? "outbox_router" : name);
         var outbox = outbox(top.child("outbox"));
         var routing = routing(top.child("routing"), outbox);
-        var kafka = kafka(top.child("kafka"));
+        var delivery = top.choice("delivery", Delivery.class, Delivery.AT_LEAST_ONCE);
+        var kafka = kafka(top.child("kafka"), delivery, name == null ? "outbox_router" : name);
         var offsets = offsets(top.child("offsets"));
         var http = http(top.child("http"));
         var debezium = top.stringMap("debezium");
@@ -274,7 +276,7 @@ public final class RouterConfigLoader {
         return known;
     }
 
-    private static KafkaConfig kafka(ConfigNode n) {
+    private static KafkaConfig kafka(ConfigNode n, Delivery delivery, String routerName) {
         String servers = n.requiredString("bootstrap-servers", "e.g. kafka:9092");
         var producer = n.stringMap("producer");
         producer.forEach((k, v) -> {
@@ -289,8 +291,17 @@ public final class RouterConfigLoader {
                         + (k.equals("bootstrap.servers") ? " and use kafka.bootstrap-servers" : ""));
             }
         });
+        if (delivery == Delivery.EXACTLY_ONCE) {
+            producer.forEach((k, v) -> PassThroughKeys.refusedExactlyOnce(k, v)
+                    .ifPresent(why -> n.problem(n.key("producer." + k), why + " (delivery: exactly-once; was \"" + v + "\")")));
+        }
         var giveUp = n.duration("give-up-after", Duration.ofMinutes(5));
-        return new KafkaConfig(servers, producer, giveUp);
+        String offsetsTopic = n.string("offsets-topic", KafkaConfig.defaultOffsetsTopic(routerName));
+        if (!TOPIC_NAME.matcher(offsetsTopic).matches()) {
+            n.problem(n.key("offsets-topic"), "must be a Kafka topic name: letters, digits, '.', '_' or '-', at most 249 (was \""
+                    + offsetsTopic + "\")");
+        }
+        return new KafkaConfig(servers, producer, giveUp, delivery, offsetsTopic);
     }
 
     private static OffsetsConfig offsets(ConfigNode n) {

@@ -6,6 +6,8 @@ import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
+import io.outboxrouter.kafka.OffsetsTopic;
+import io.outboxrouter.kafka.TransactionalPublisher;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
@@ -73,7 +75,9 @@ final class SourceStream implements AutoCloseable {
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
     static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
-        var sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+        EventSink sink = config.kafka().exactlyOnce()
+                ? new TransactionalPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics)
+                : new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
         var pg = config.source().postgres();
         var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
         var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
@@ -109,6 +113,9 @@ final class SourceStream implements AutoCloseable {
                 table.createIfMissing();
                 fence = table.nextFence(config.name());
             }
+            if (sink instanceof TransactionalPublisher transactional) {
+                resumeFromCommitted(transactional, fence);
+            }
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
             activatedBefore = true;
@@ -125,6 +132,28 @@ final class SourceStream implements AutoCloseable {
             });
             LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), config.source().tables(),
                     config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence, healthUrl);
+        }
+
+        /**
+         * Exactly-once: fences every earlier producer of the stream (what it left open is aborted), then makes the offsets
+         * table hold the position last committed to the offsets topic, which the engine resumes from.
+         */
+        private void resumeFromCommitted(TransactionalPublisher transactional, long fence) {
+            var topic = new OffsetsTopic(config.kafka());
+            try {
+                transactional.activate();
+                topic.ensureExists();
+                var committed = topic.read(config.name());
+                CommittedPosition.reconcile(config, topic.name(), committed, fence);
+                LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {}", config.name(),
+                        transactional.transactionalId(), topic.name());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while starting exactly-once delivery", e);
+            } catch (Exception e) {
+                throw new IllegalStateException("cannot start exactly-once delivery for router " + config.name() + ": "
+                        + e.getMessage(), e);
+            }
         }
 
         @Override

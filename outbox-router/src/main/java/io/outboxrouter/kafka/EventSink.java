@@ -1,5 +1,6 @@
 package io.outboxrouter.kafka;
 
+import io.outboxrouter.cdc.SourcePosition;
 import io.outboxrouter.retry.Retry;
 import java.util.List;
 import java.util.Optional;
@@ -30,6 +31,21 @@ public interface EventSink extends AutoCloseable {
      */
     default Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
         return Optional.empty();
+    }
+
+    /**
+     * Whether records become durable only at {@link #commit} ({@code delivery: exactly-once}): {@link #send} then hands
+     * them to the open Kafka transaction and returns without waiting, and refuses nothing.
+     */
+    default boolean transactional() {
+        return false;
+    }
+
+    /**
+     * Transactional sinks: commits every record sent since the last commit, with the source position after them (null
+     * when there is none, as for a replay), in one Kafka transaction; returns once committed.
+     */
+    default void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.outboxrouter.routing;
 
 import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.cdc.ChangeHandler;
+import io.outboxrouter.cdc.SourcePosition;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.metrics.RouterListener;
@@ -53,6 +54,9 @@ public final class OutboxBatchHandler implements ChangeHandler {
     private final EventSink sink;
     private final RouterListener listener;
     private final Set<String> warnedTables = new HashSet<>();
+    /** Transactional sink: what was sent since the last commit, acknowledged by the next. Engine thread only. */
+    private final List<Outcome> uncommitted = new ArrayList<>();
+    private long uncommittedSince;
 
     /**
      * @param policy      what becomes of rows that cannot be routed
@@ -88,6 +92,14 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
         }
         long start = System.nanoTime();
+        if (sink.transactional()) {
+            sink.send(records(outcomes)); // acknowledged at commit, with the source position
+            if (uncommitted.isEmpty()) {
+                uncommittedSince = start;
+            }
+            uncommitted.addAll(outcomes);
+            return;
+        }
         var refused = sink.send(records(outcomes));
         var ackTime = Instant.now();
         var refusedIndexes = new HashSet<Integer>();
@@ -111,6 +123,23 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
         letters.forEach(letter -> letter.acknowledged(listener, ackTime));
         listener.batchPublished(outcomes.size(), Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    @Override
+    public boolean transactional() {
+        return sink.transactional();
+    }
+
+    /** Commits the records handled since the last commit with the position after them; then they count as published. */
+    @Override
+    public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
+        sink.commit(position);
+        var ackTime = Instant.now();
+        uncommitted.forEach(outcome -> outcome.acknowledged(listener, ackTime));
+        if (!uncommitted.isEmpty()) {
+            listener.batchPublished(uncommitted.size(), Duration.ofNanos(System.nanoTime() - uncommittedSince));
+        }
+        uncommitted.clear();
     }
 
     /** A change no outbox table explains: the configuration names a table the database calls otherwise. */

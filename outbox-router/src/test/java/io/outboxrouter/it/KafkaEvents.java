@@ -42,7 +42,17 @@ final class KafkaEvents implements AutoCloseable {
     private final Set<String> positions = new java.util.HashSet<>();
 
     KafkaEvents(String bootstrapServers, String topicRegex) {
+        this(bootstrapServers, topicRegex, false);
+    }
+
+    /** A consumer that reads only committed Kafka transactions, as exactly-once consumers must. */
+    static KafkaEvents readCommitted(String bootstrapServers, String topicRegex) {
+        return new KafkaEvents(bootstrapServers, topicRegex, true);
+    }
+
+    private KafkaEvents(String bootstrapServers, String topicRegex, boolean readCommitted) {
         var p = new Properties();
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, readCommitted ? "read_committed" : "read_uncommitted");
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, "verify-" + UUID.randomUUID());
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

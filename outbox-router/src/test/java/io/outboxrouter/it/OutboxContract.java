@@ -378,20 +378,36 @@ abstract class OutboxContract {
 
     @Test
     void sigkillUnderLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
-        var db = newDatabase(unique("crash"));
-        String topics = unique("crash");
-        String name = unique("crash-router").replace('_', '-');
+        sigkillUnderLoad("crash", "");
+    }
+
+    /**
+     * Exactly-once: the same crashes, and a consumer reading read_committed sees every event once (records and the
+     * position after them are committed in one Kafka transaction; a crash aborts what was not committed).
+     */
+    @Test
+    void exactlyOnceSigkillUnderLoadShowsEveryEventOnceToReadCommittedConsumers() throws Exception {
+        long duplicates = sigkillUnderLoad("eoscrash", "delivery: exactly-once\n");
+        assertThat(duplicates).as("duplicates seen by a read_committed consumer").isZero();
+    }
+
+    /** Five SIGKILLs of a router process under mixed load; returns how many duplicates the consumer read. */
+    long sigkillUnderLoad(String label, String extraYaml) throws Exception {
+        var db = newDatabase(unique(label));
+        String topics = unique(label);
+        String name = unique(label + "-router").replace('_', '-');
         int port = freePort();
-        var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port));
+        var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port) + extraYaml);
         var log = dir.resolve("router.log");
+        boolean exactlyOnce = !extraYaml.isEmpty();
         // Seeded, and printed, so that a failing run's kill timing can be repeated: -Doutbox.it.crash-seed=<seed>.
         long seed = Long.getLong("outbox.it.crash-seed", System.nanoTime());
-        System.out.printf("crash test: seed %d (repeat with -Doutbox.it.crash-seed=%d)%n", seed, seed);
+        System.out.printf("%s test: seed %d (repeat with -Doutbox.it.crash-seed=%d)%n", label, seed, seed);
         var random = new Random(seed);
         var written = java.util.Collections.synchronizedSet(new HashSet<UUID>());
         var stopLoad = new AtomicBoolean();
         ExecutorService load = Executors.newSingleThreadExecutor();
-        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+        try (var kafka = exactlyOnce ? KafkaEvents.readCommitted(kafka(), topics + "\\..*") : new KafkaEvents(kafka(), topics + "\\..*")) {
             // The first start creates the slot: rows committed before it are, by design, not published.
             var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
             Future<?> writer = load.submit(() -> {
@@ -402,7 +418,7 @@ abstract class OutboxContract {
                 Thread.sleep(1_000 + random.nextInt(3_000));
                 kafka.poll();
                 router.kill();
-                System.out.printf("crash test: SIGKILL %d of 5 with %d events written%n", kill, written.size());
+                System.out.printf("%s test: SIGKILL %d of 5 with %d events written%n", label, kill, written.size());
                 Thread.sleep(random.nextInt(1_000));
                 router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
             }
@@ -414,10 +430,11 @@ abstract class OutboxContract {
             assertThat(router.stop(Duration.ofSeconds(60))).isZero();
 
             long duplicates = received.size() - kafka.receivedIds().size();
-            System.out.printf("crash test: %d events written, %d records read, %d distinct, %d duplicates (%.2f%%), 5 SIGKILLs%n",
-                    written.size(), received.size(), kafka.receivedIds().size(), duplicates, 100.0 * duplicates / written.size());
+            System.out.printf("%s test: %d events written, %d records read, %d distinct, %d duplicates (%.2f%%), 5 SIGKILLs%n",
+                    label, written.size(), received.size(), kafka.receivedIds().size(), duplicates, 100.0 * duplicates / written.size());
             assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
             assertOrderPerAggregate(received);
+            return duplicates;
         } finally {
             stopLoad.set(true);
             load.shutdownNow();

@@ -3,6 +3,7 @@ package io.outboxrouter.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.outboxrouter.config.Delivery;
 import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.retry.Retry;
@@ -29,7 +30,7 @@ class KafkaPublisherTest {
     void anUnreachableBrokerIsRetriedThenGivenUpWithTheReasonNeverSkipped() {
         // Nothing listens on port 1: every attempt times out waiting for metadata.
         var kafka = new KafkaConfig("127.0.0.1:1", Map.of("max.block.ms", "300", "delivery.timeout.ms", "600",
-                "request.timeout.ms", "300"), Duration.ofSeconds(2));
+                "request.timeout.ms", "300"), Duration.ofSeconds(2), Delivery.AT_LEAST_ONCE, "offsets");
         long start = System.nanoTime();
         try (var publisher = new KafkaPublisher(kafka, "test", Duration.ofMillis(100), RouterListener.NONE)) {
             assertThatThrownBy(() -> publisher.send(List.of(new ProducerRecord<>("t", "k".getBytes(), "v".getBytes()))))
@@ -43,7 +44,7 @@ class KafkaPublisherTest {
     @Test
     void deliveryGuaranteeSettingsCannotBeOverridden() {
         var config = KafkaPublisher.producerConfig(new KafkaConfig("k:9092", Map.of("compression.type", "zstd", "linger.ms", "7"),
-                Duration.ofMinutes(5)), "orders-router");
+                Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets"), "orders-router");
         assertThat(config).containsEntry("acks", "all").containsEntry("enable.idempotence", "true")
                 .containsEntry("compression.type", "zstd").containsEntry("linger.ms", "7")
                 .containsEntry("client.id", "orders-router").containsEntry("bootstrap.servers", "k:9092");

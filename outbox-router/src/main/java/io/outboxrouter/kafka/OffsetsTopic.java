@@ -1,0 +1,145 @@
+package io.outboxrouter.kafka;
+
+import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.offsets.EngineOffsets;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The compacted topic an exactly-once router commits its source positions to, in the same Kafka transaction as the
+ * records they cover (as Kafka Connect does for source connectors, KIP-618). A record's key is the engine's key of a
+ * source partition ({@code ["<stream name>",{partition}]}, which names the router or shard), its value the offset, both
+ * the JSON the offsets table holds; a null value (tombstone) forgets the position.
+ */
+public final class OffsetsTopic {
+    private static final Logger LOG = LoggerFactory.getLogger(OffsetsTopic.class);
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    private final String topic;
+    private final Properties clientConfig;
+
+    public OffsetsTopic(KafkaConfig kafka) {
+        this.topic = kafka.offsetsTopic();
+        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-offsets");
+    }
+
+    public String name() {
+        return topic;
+    }
+
+    /**
+     * Creates the topic when missing (one partition, {@code cleanup.policy=compact}, the broker's replication factor);
+     * refuses one that exists without compaction, whose old positions would be deleted by retention.
+     *
+     * @throws IllegalStateException with the fix, when the topic exists but is not compacted
+     */
+    public void ensureExists() throws ExecutionException, InterruptedException, java.util.concurrent.TimeoutException {
+        try (var admin = Admin.create(adminConfig())) {
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty())
+                        .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT))))
+                        .all().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                LOG.info("Created the offsets topic {} (compacted)", topic);
+                return;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw e;
+                }
+            }
+            var resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            var policy = admin.describeConfigs(List.of(resource)).all().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+                    .get(resource).get(TopicConfig.CLEANUP_POLICY_CONFIG);
+            if (policy == null || !policy.value().contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
+                throw new IllegalStateException("the offsets topic " + topic + " has cleanup.policy="
+                        + (policy == null ? "?" : policy.value()) + ": it must be compacted, or retention deletes the router's "
+                        + "position. Fix: kafka-configs.sh --alter --entity-type topics --entity-name " + topic
+                        + " --add-config cleanup.policy=compact (or set kafka.offsets-topic to another topic)");
+            }
+        }
+    }
+
+    /**
+     * The committed positions of one stream: every key of {@code streamName} with its last value, read with
+     * {@code read_committed} up to the end of the topic. Call after the stream's producer initialized its transactions, so
+     * that nothing of an earlier process is still open. Empty when the topic holds none (or does not exist).
+     */
+    public Map<String, String> read(String streamName) {
+        var props = new Properties();
+        clientConfig.forEach((k, v) -> {
+            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
+                props.put(k, v);
+            }
+        });
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-offsets-" + UUID.randomUUID());
+        var positions = new LinkedHashMap<String, String>();
+        try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            var partitions = consumer.partitionsFor(topic, TIMEOUT).stream()
+                    .map(p -> new TopicPartition(p.topic(), p.partition())).toList();
+            if (partitions.isEmpty()) {
+                return positions;
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            var end = new HashMap<>(consumer.endOffsets(partitions, TIMEOUT));
+            long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (!end.isEmpty()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("could not read the offsets topic " + topic + " to its end within " + TIMEOUT.toSeconds()
+                            + " s");
+                }
+                for (var r : consumer.poll(Duration.ofMillis(200))) {
+                    if (r.key() == null) {
+                        continue;
+                    }
+                    String key = new String(r.key(), StandardCharsets.UTF_8);
+                    if (EngineOffsets.engineOf(key).filter(streamName::equals).isPresent()) {
+                        if (r.value() == null) {
+                            positions.remove(key);
+                        } else {
+                            positions.put(key, new String(r.value(), StandardCharsets.UTF_8));
+                        }
+                    }
+                }
+                end.entrySet().removeIf(e -> consumer.position(e.getKey(), TIMEOUT) >= e.getValue());
+            }
+        } catch (UnknownTopicOrPartitionException e) {
+            return positions;
+        }
+        return positions;
+    }
+
+    private Map<String, Object> adminConfig() {
+        var props = new HashMap<String, Object>();
+        clientConfig.forEach((k, v) -> {
+            if (AdminClientConfig.configNames().contains((String) k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
+                props.put((String) k, v);
+            }
+        });
+        return props;
+    }
+}

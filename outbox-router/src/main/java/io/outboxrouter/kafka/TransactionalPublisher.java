@@ -1,0 +1,386 @@
+package io.outboxrouter.kafka;
+
+import io.outboxrouter.cdc.SourcePosition;
+import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.metrics.RouterListener;
+import io.outboxrouter.offsets.EngineOffsets;
+import io.outboxrouter.retry.Retry;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Supplier;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The exactly-once sink: a transactional producer. Records are sent into an open Kafka transaction as they come;
+ * {@link #commit} adds the source position after them to the offsets topic and commits, so that a consumer reading
+ * {@code read_committed} sees the records exactly when the position that covers them is stored. A failed transaction is
+ * aborted and sent again, whole and in order, in a new one (the records of the open transaction are kept until it
+ * commits), with capped backoff until the retry budget is spent.
+ *
+ * <p>{@link #activate} makes a new producer and calls {@code initTransactions()}, which bumps the producer epoch of the
+ * stream's {@code transactional.id}: a process that still thinks it streams (paused, partitioned) is fenced, and its
+ * next send or commit fails with {@link FencedOutException}. A fenced producer is never made again in this process: a
+ * new one would fence the process that fenced it. The stream stops, and whoever starts next reads the position committed
+ * last.
+ */
+public final class TransactionalPublisher implements EventSink {
+    private static final Logger LOG = LoggerFactory.getLogger(TransactionalPublisher.class);
+    private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+    private static final String DEFAULT_MAX_REQUEST = "1048576";
+    private static final int RECORD_OVERHEAD_BYTES = 128;
+
+    /** This process no longer owns the stream's transactional id: another one started it, or its transaction timed out. */
+    public static final class FencedOutException extends KafkaException {
+        FencedOutException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    private final String streamName;
+    private final String transactionalId;
+    private final String offsetsTopic;
+    private final Supplier<Producer<byte[], byte[]>> producers;
+    private final Retry retry;
+    private final RouterListener listener;
+    private final TopicProbe probe;
+    private final int maxRequestBytes;
+    private Producer<byte[], byte[]> producer;
+    private boolean inTransaction;
+    /** The open transaction failed: it is aborted and its records sent again before anything else. */
+    private KafkaException failed;
+    /** commitTransaction timed out: the producer allows only that call again (it may have committed). */
+    private boolean commitPending;
+    /** The records of the open transaction, in send order, with the acknowledgement of each. */
+    private final List<ProducerRecord<byte[], byte[]>> pending = new ArrayList<>();
+    private final List<CompletableFuture<Void>> acks = new ArrayList<>();
+
+    /**
+     * @param streamName the stream (router or shard) name: the engine name in the offsets topic's keys, and its
+     *                   {@code transactional.id} ({@link KafkaConfig#transactionalId})
+     */
+    public TransactionalPublisher(KafkaConfig kafka, String streamName, Duration initialBackoff, RouterListener listener) {
+        this(streamName, KafkaConfig.transactionalId(streamName), kafka.offsetsTopic(),
+                () -> new KafkaProducer<>(producerConfig(kafka, streamName, KafkaConfig.transactionalId(streamName))),
+                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
+                TopicProbe.of(producerConfig(kafka, streamName, KafkaConfig.transactionalId(streamName))),
+                Integer.parseInt(producerConfig(kafka, streamName, "probe").getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                        DEFAULT_MAX_REQUEST)));
+    }
+
+    /** @param producers makes a transactional producer for each {@link #activate} ({@code MockProducer} in tests) */
+    public TransactionalPublisher(String streamName, String transactionalId, String offsetsTopic,
+                                  Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener,
+                                  TopicProbe probe, int maxRequestBytes) {
+        this.streamName = streamName;
+        this.transactionalId = transactionalId;
+        this.offsetsTopic = offsetsTopic;
+        this.producers = producers;
+        this.retry = retry;
+        this.listener = listener;
+        this.probe = probe;
+        this.maxRequestBytes = maxRequestBytes;
+    }
+
+    /** The producer settings of a transactional stream: the at-least-once ones, with its transactional id. */
+    public static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId) {
+        var p = KafkaPublisher.producerConfig(kafka, clientId);
+        p.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000");
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        return p;
+    }
+
+    public String transactionalId() {
+        return transactionalId;
+    }
+
+    @Override
+    public boolean transactional() {
+        return true;
+    }
+
+    /**
+     * Makes a new producer and initializes its transactions, retried while Kafka is unreachable: from now on no earlier
+     * producer of this transactional id can commit, and what it left open is aborted. Call before reading the committed
+     * position, and again after each {@link #close} or stop of the stream.
+     */
+    public void activate() throws Retry.GaveUpException, InterruptedException {
+        closeProducer(Duration.ZERO);
+        reset();
+        retry.call("initialize Kafka transactions of " + transactionalId, TransactionalPublisher::isRetryable, LOG,
+                (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
+                    var p = producers.get();
+                    try {
+                        p.initTransactions();
+                    } catch (RuntimeException e) {
+                        try {
+                            p.close(Duration.ZERO);
+                        } catch (RuntimeException ignored) {
+                            // closing a producer that could not start
+                        }
+                        throw classify(e);
+                    }
+                    producer = p;
+                    return null;
+                });
+    }
+
+    @Override
+    public Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
+        long size = RECORD_OVERHEAD_BYTES + length(record.key()) + length(record.value());
+        for (var h : record.headers()) {
+            size += h.key().getBytes(StandardCharsets.UTF_8).length + length(h.value()) + 10;
+        }
+        return size <= maxRequestBytes ? Optional.empty() : Optional.of("the record is about " + size + " bytes, more than the producer's "
+                + "max.request.size (" + maxRequestBytes + ")");
+    }
+
+    private static int length(byte[] b) {
+        return b == null ? 0 : b.length;
+    }
+
+    /**
+     * Sends the records into the open transaction (begun if none is) and returns without waiting: they are acknowledged,
+     * or sent again, by {@link #commit}. Nothing is refused here.
+     */
+    @Override
+    public List<Refused> send(List<ProducerRecord<byte[], byte[]>> records) {
+        requireActive();
+        for (var record : records) {
+            pending.add(record);
+            if (failed == null) {
+                try {
+                    begin();
+                    acks.add(sendOne(record));
+                } catch (KafkaException e) {
+                    failed = e; // sent again in a new transaction at commit
+                }
+            }
+        }
+        return List.of();
+    }
+
+    /**
+     * Commits the open transaction with the source position (to the offsets topic; none for a replay), retrying a failed
+     * one as a whole. Returns once the broker committed it.
+     *
+     * @throws Retry.GaveUpException when the budget is spent, the producer was fenced ({@link FencedOutException} as its
+     *                               cause), or Kafka refuses for good (authorization, a record larger than a topic takes)
+     */
+    @Override
+    public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
+        requireActive();
+        var offset = position == null ? null : new ProducerRecord<>(offsetsTopic,
+                EngineOffsets.key(streamName, position.partition()).getBytes(StandardCharsets.UTF_8),
+                EngineOffsets.value(position.offset()).getBytes(StandardCharsets.UTF_8));
+        retry.call("commit a Kafka transaction of " + pending.size() + " records", TransactionalPublisher::isRetryable, LOG,
+                (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
+                    attemptCommit(offset);
+                    return null;
+                });
+        reset();
+    }
+
+    private void attemptCommit(ProducerRecord<byte[], byte[]> offset) throws Exception {
+        try {
+            if (!commitPending) {
+                if (failed != null) {
+                    abortAndResend();
+                }
+                begin();
+                if (offset != null) {
+                    acks.add(sendOne(offset));
+                }
+            }
+            commitPending = true;
+            producer.commitTransaction(); // flushes; fails when a record of the transaction failed
+            commitPending = false;
+            inTransaction = false;
+        } catch (TimeoutException e) {
+            // The commit may have gone through or not: only commitTransaction may be called again, and it is.
+            if (!commitPending) {
+                failed = e;
+            }
+            throw e;
+        } catch (KafkaException e) {
+            commitPending = false;
+            var cause = classify(firstRecordError().orElse(e));
+            if (!(cause instanceof FencedOutException)) {
+                failed = e;
+            }
+            throw cause;
+        }
+    }
+
+    /** Aborts the failed transaction and sends its records again, in order, in a new one. */
+    private void abortAndResend() {
+        if (inTransaction) {
+            try {
+                producer.abortTransaction();
+            } catch (TimeoutException e) {
+                throw e; // still failed; the next attempt aborts again
+            } catch (KafkaException e) {
+                var cause = classify(e);
+                throw cause instanceof FencedOutException ? cause : new UnrecoverableException("the transactional producer of "
+                        + transactionalId + " cannot go on (" + Retry.describe(e) + "): the stream stops; started again, it "
+                        + "resumes from the position committed last", e);
+            }
+            inTransaction = false;
+        }
+        LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", pending.size());
+        failed = null;
+        acks.clear();
+        begin();
+        for (var record : pending) {
+            acks.add(sendOne(record));
+        }
+    }
+
+    private void begin() {
+        if (!inTransaction) {
+            producer.beginTransaction();
+            inTransaction = true;
+        }
+    }
+
+    private CompletableFuture<Void> sendOne(ProducerRecord<byte[], byte[]> record) {
+        var ack = new CompletableFuture<Void>();
+        // Never throw from the callback (it runs on the producer's I/O thread): complete the future instead.
+        producer.send(record, (metadata, error) -> {
+            if (error == null) {
+                ack.complete(null);
+            } else {
+                ack.completeExceptionally(error);
+            }
+        });
+        return ack;
+    }
+
+    /** The first error of a record of the open transaction: why the commit failed, more precisely than the commit says. */
+    private Optional<Exception> firstRecordError() {
+        var byTopic = new HashMap<String, Throwable>();
+        Exception first = null;
+        for (int i = 0; i < acks.size(); i++) {
+            if (acks.get(i).isCompletedExceptionally()) {
+                try {
+                    acks.get(i).get();
+                } catch (ExecutionException | InterruptedException e) {
+                    var cause = e.getCause() instanceof Exception c ? c : e;
+                    if (i < pending.size()) {
+                        byTopic.putIfAbsent(pending.get(i).topic(), cause);
+                    }
+                    first = first == null ? cause : first;
+                }
+            }
+        }
+        var timedOut = TopicProbe.timedOut(byTopic);
+        if (!timedOut.isEmpty()) {
+            var why = probe.whyUnwritable(timedOut);
+            if (why.isPresent()) {
+                return Optional.of(new KafkaPublisher.UnwritableTopicException(why.get(), first));
+            }
+        }
+        return Optional.ofNullable(first);
+    }
+
+    /** Fencing, authorization and records a topic will never take stop the stream; the rest is an outage, retried. */
+    private RuntimeException classify(Exception e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
+                return new FencedOutException("fenced: another process started router stream " + streamName + " (its producer "
+                        + "took transactional.id " + transactionalId + " over), or a Kafka transaction stayed open longer than "
+                        + "transaction.timeout.ms; this process stops without publishing more", e);
+            }
+            if (t instanceof TransactionalIdAuthorizationException) {
+                return new UnrecoverableException("the producer may not use transactional.id " + transactionalId + ": grant WRITE and "
+                        + "DESCRIBE on TransactionalId " + transactionalId + " (or its prefix outbox-router.) to the router's principal", e);
+            }
+            if (t instanceof TopicAuthorizationException denied) {
+                return new UnrecoverableException("the producer is not authorized to write to " + denied.unauthorizedTopics()
+                        + ": grant WRITE and DESCRIBE on them (the offsets topic " + offsetsTopic + " too)", e);
+            }
+            if (t instanceof RecordTooLargeException) {
+                return new UnrecoverableException("Kafka refused a record of the transaction as too large: with exactly-once "
+                        + "delivery, kafka.producer.max.request.size must not exceed the topics' max.message.bytes, so that such "
+                        + "an event is dead-lettered before it is sent (" + t.getMessage() + ")", e);
+            }
+            if (t instanceof KafkaPublisher.UnwritableTopicException u) {
+                return new UnrecoverableException(u.getMessage(), e);
+            }
+        }
+        return e instanceof RuntimeException r ? r : new KafkaException(e);
+    }
+
+    /** Kafka will not take the transaction however long we wait, or the producer cannot go on: the stream stops. */
+    static final class UnrecoverableException extends KafkaException {
+        UnrecoverableException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    static boolean isRetryable(Throwable e) {
+        return !(e instanceof FencedOutException || e instanceof UnrecoverableException || e instanceof AuthorizationException
+                || e instanceof UnsupportedVersionException || !KafkaPublisher.isRetryable(e));
+    }
+
+    private void requireActive() {
+        if (producer == null) {
+            throw new IllegalStateException("the transactional publisher of " + streamName + " is not activated");
+        }
+    }
+
+    private void reset() {
+        pending.clear();
+        acks.clear();
+        failed = null;
+        commitPending = false;
+    }
+
+    /** Aborts the open transaction, if any (so that read_committed consumers are not held up by it), and closes the producer. */
+    @Override
+    public void close() {
+        closeProducer(CLOSE_TIMEOUT);
+        reset();
+    }
+
+    private void closeProducer(Duration timeout) {
+        if (producer == null) {
+            return;
+        }
+        if (inTransaction && !timeout.isZero()) {
+            try {
+                producer.abortTransaction();
+            } catch (RuntimeException e) {
+                LOG.debug("Aborting the open transaction of {} on close: {}", transactionalId, e.getMessage());
+            }
+        }
+        try {
+            producer.close(timeout);
+        } catch (RuntimeException e) {
+            LOG.warn("Kafka producer {} did not close cleanly: {}", transactionalId, e.getMessage());
+        }
+        producer = null;
+        inTransaction = false;
+    }
+}
