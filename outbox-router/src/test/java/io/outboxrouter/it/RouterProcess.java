@@ -104,6 +104,27 @@ final class RouterProcess implements AutoCloseable {
         process.waitFor(30, TimeUnit.SECONDS);
     }
 
+    /** SIGSTOP: the process stops where it is, its connections stay open (a long GC pause, a frozen VM). */
+    void pause() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause()}. */
+    void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        int exit = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start().waitFor();
+        if (exit != 0) {
+            throw new IllegalStateException("kill -" + name + " " + process.pid() + " exited with " + exit);
+        }
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
     int awaitExit(Duration timeout) throws InterruptedException {
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             throw new IllegalStateException("router still running after " + timeout + ":\n" + logTail());
