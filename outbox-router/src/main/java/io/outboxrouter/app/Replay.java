@@ -167,6 +167,9 @@ public final class Replay {
             if (!refused.isEmpty()) {
                 throw new IllegalStateException("Kafka refused " + refused.size() + " record(s): " + refused.get(0).error().getMessage());
             }
+            if (sink.get().transactional()) {
+                sink.get().commit(null); // a chunk per Kafka transaction; no source position
+            }
         }
         chunk.clear();
     }

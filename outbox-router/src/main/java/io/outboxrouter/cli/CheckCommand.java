@@ -1,9 +1,11 @@
 package io.outboxrouter.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.outboxrouter.cdc.Source;
 import io.outboxrouter.cdc.Check;
+import io.outboxrouter.cdc.Source;
+import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.TransactionalPublisher;
 import io.outboxrouter.offsets.OffsetStoreException;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
@@ -12,12 +14,18 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Pattern;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -111,6 +119,70 @@ final class CheckCommand implements Callable<Integer> {
         return checks;
     }
 
+    /**
+     * What {@code delivery: exactly-once} needs: a transaction state log the cluster can hold, the producer's permission
+     * to use transactional ids (tried with a probe id under the router's prefix, which fences nothing of the router's),
+     * and a compacted offsets topic (or the right to create one).
+     */
+    private static List<Check> exactlyOnceChecks(RouterConfig c, Admin admin, int brokers, org.apache.kafka.clients.admin.Config broker)
+            throws Exception {
+        var checks = new ArrayList<Check>();
+        int replication = intValue(broker, "transaction.state.log.replication.factor", 3);
+        int minIsr = intValue(broker, "transaction.state.log.min.isr", 2);
+        if (replication > brokers || minIsr > brokers) {
+            checks.add(Check.fail("kafka transactions", "the brokers' transaction.state.log.replication.factor is " + replication
+                    + " and transaction.state.log.min.isr " + minIsr + ", but the cluster has " + brokers + " broker(s): no transaction "
+                    + "can start", "set both to at most the number of brokers (on a single broker: 1) and restart the brokers"));
+        } else {
+            checks.add(Check.pass("kafka transactions", "transaction state log: replication factor " + replication + ", min.isr "
+                    + minIsr + " on " + brokers + " broker(s)"));
+        }
+        String probe = KafkaConfig.transactionalId(c.name()) + ".check";
+        var producerConfig = TransactionalPublisher.producerConfig(c.kafka(), "outbox-router-check", probe);
+        producerConfig.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis()));
+        try (var producer = new KafkaProducer<>(producerConfig, new ByteArraySerializer(), new ByteArraySerializer())) {
+            producer.initTransactions();
+            checks.add(Check.pass("transactional id", "the producer may use transactional ids (tried " + probe + "; the router uses "
+                    + KafkaConfig.transactionalId(c.name()) + (c.source().postgres().sharded() ? "-shard-<i>-of-<N>" : "") + ")"));
+        } catch (TransactionalIdAuthorizationException e) {
+            checks.add(Check.fail("transactional id", "the producer may not use transactional id " + probe, "grant WRITE and DESCRIBE "
+                    + "on TransactionalId with the prefix " + KafkaConfig.transactionalId(c.name()) + " to the router's principal"));
+        } catch (RuntimeException e) {
+            checks.add(Check.fail("transactional id", "initTransactions() with " + probe + " failed: " + Retry.describe(e),
+                    "check the transaction coordinator (the brokers' transaction.state.log.* settings and logs)"));
+        }
+        String topic = c.kafka().offsetsTopic();
+        var resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        try {
+            var policy = admin.describeConfigs(List.of(resource)).all().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+                    .get(resource).get(TopicConfig.CLEANUP_POLICY_CONFIG);
+            if (policy != null && policy.value().contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
+                checks.add(Check.pass("offsets topic", topic + " exists, compacted"));
+            } else {
+                checks.add(Check.fail("offsets topic", topic + " has cleanup.policy=" + (policy == null ? "?" : policy.value())
+                        + ": retention would delete the router's position", "kafka-configs.sh --alter --entity-type topics --entity-name "
+                        + topic + " --add-config cleanup.policy=compact (or set kafka.offsets-topic to another topic)"));
+            }
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                checks.add(Check.pass("offsets topic", topic + " will be created at first start (one partition, cleanup.policy=compact; "
+                        + "the router's principal needs CREATE on it, or create it so)"));
+            } else {
+                throw e;
+            }
+        }
+        return checks;
+    }
+
+    private static int intValue(org.apache.kafka.clients.admin.Config config, String name, int fallback) {
+        var entry = config.get(name);
+        try {
+            return entry == null || entry.value() == null ? fallback : Integer.parseInt(entry.value());
+        } catch (NumberFormatException e) {
+            return fallback;
+        }
+    }
+
     private static List<Check> kafkaChecks(RouterConfig c) {
         var props = new HashMap<String, Object>(c.kafka().producer());
         props.keySet().removeIf(k -> !AdminClientConfig.configNames().contains(k));
@@ -130,6 +202,9 @@ final class CheckCommand implements Callable<Integer> {
                 checks.add(Check.pass("kafka topics", "the broker creates topics on first use (auto.create.topics.enable)"));
             } else {
                 checks.addAll(topicChecks(c, admin.listTopics().names().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)));
+            }
+            if (c.kafka().exactlyOnce()) {
+                checks.addAll(exactlyOnceChecks(c, admin, nodes.size(), brokerConfig));
             }
             return checks;
         } catch (Exception e) {

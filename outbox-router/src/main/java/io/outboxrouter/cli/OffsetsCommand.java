@@ -4,11 +4,15 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.OffsetsTopic;
+import io.outboxrouter.offsets.EngineOffsets;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -79,8 +83,49 @@ final class OffsetsCommand {
                     rows.forEach(r -> System.out.println("router " + r.routerName() + "  updated " + r.updatedAt()
                             + "\n  key   " + r.key() + "\n  value " + r.value()));
                 }
+                if (c.kafka().exactlyOnce() && !json) {
+                    showCommitted(c, rows);
+                }
                 return 0;
             }
+        }
+    }
+
+    /** Exactly-once: the positions committed to the offsets topic, which the next start resumes from, against the table's. */
+    static void showCommitted(RouterConfig c, List<OffsetTable.Row> rows) {
+        var topic = new OffsetsTopic(c.kafka());
+        for (var stream : c.shardConfigs()) {
+            Map<String, String> committed;
+            try {
+                committed = topic.read(stream.name());
+            } catch (RuntimeException e) {
+                System.out.println("router " + stream.name() + ": cannot read the offsets topic " + topic.name() + ": " + e.getMessage());
+                continue;
+            }
+            if (committed.isEmpty()) {
+                System.out.println("router " + stream.name() + ": no position committed to the offsets topic " + topic.name() + " yet");
+            }
+            committed.forEach((key, value) -> {
+                var inTable = rows.stream().filter(r -> r.routerName().equals(stream.name()) && r.key().equals(key)).findFirst();
+                boolean same = inTable.isPresent() && EngineOffsets.samePosition(value, inTable.get().value());
+                System.out.println("router " + stream.name() + "  committed to " + topic.name() + (same ? " (the table agrees)"
+                        : " (the table differs: the next start resumes from this one and corrects the table)")
+                        + "\n  key   " + key + "\n  value " + value);
+            });
+        }
+    }
+
+    /** Exactly-once: writes the same change to the offsets topic, which is what the next start resumes from. */
+    static void writeCommitted(RouterConfig stream, Map<String, String> entries) throws Exception {
+        var positions = new LinkedHashMap<String, String>();
+        entries.forEach((k, v) -> {
+            if (EngineOffsets.engineOf(k).isPresent()) { // not the router's own state rows
+                positions.put(k, v);
+            }
+        });
+        if (stream.kafka().exactlyOnce() && !positions.isEmpty()) {
+            new OffsetsTopic(stream.kafka()).write(stream.name(), positions);
+            System.out.println("router " + stream.name() + ": written to the offsets topic " + stream.kafka().offsetsTopic() + " too");
         }
     }
 
@@ -120,6 +165,7 @@ final class OffsetsCommand {
                     return Main.EXIT_FAILED;
                 }
                 table.write(c.name(), entries);
+                writeCommitted(c, entries);
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));
                 return 0;
@@ -137,7 +183,7 @@ final class OffsetsCommand {
         boolean yes;
 
         @Override
-        public Integer call() throws SQLException {
+        public Integer call() throws Exception {
             var c = config.loadOrReport();
             if (c == null) {
                 return Main.EXIT_USAGE;
@@ -161,8 +207,14 @@ final class OffsetsCommand {
                     table.createIfMissing();
                     for (var stream : c.shardConfigs()) {
                         table.nextFence(stream.name()); // a process that held the router before cannot write a position back
-                        int stored = table.read(stream.name()).size();
+                        var forgotten = new java.util.HashMap<String, String>();
+                        table.read(stream.name()).keySet().forEach(k -> forgotten.put(k, null));
+                        int stored = forgotten.size();
+                        if (stream.kafka().exactlyOnce()) {
+                            new OffsetsTopic(stream.kafka()).read(stream.name()).keySet().forEach(k -> forgotten.put(k, null));
+                        }
                         Source.of(stream).resetPosition(table, stream.name());
+                        writeCommitted(stream, forgotten);
                         System.out.println("router " + stream.name() + ": deleted " + stored + " stored position(s); the next start "
                                 + "begins as source.snapshot says");
                     }

@@ -1,7 +1,9 @@
 package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Replay;
+import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
+import io.outboxrouter.kafka.TransactionalPublisher;
 import io.outboxrouter.metrics.RouterListener;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -110,7 +112,14 @@ final class ReplayCommand implements Callable<Integer> {
             return 0;
         }
         Replay.Result result;
-        try (var sink = new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)) {
+        // Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so that read_committed
+        // consumers see a chunk whole or not at all, and a second replay of the same router fences a first still running.
+        try (EventSink sink = c.kafka().exactlyOnce()
+                ? new TransactionalPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)
+                : new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)) {
+            if (sink instanceof TransactionalPublisher transactional) {
+                transactional.activate();
+            }
             result = replay.run(Optional.of(sink), r -> { }, rejected, filter);
         } catch (IllegalStateException e) {
             System.err.println("outbox-router: " + e.getMessage());

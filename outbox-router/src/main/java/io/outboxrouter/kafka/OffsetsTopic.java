@@ -23,7 +23,10 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,10 +40,12 @@ public final class OffsetsTopic {
     private static final Logger LOG = LoggerFactory.getLogger(OffsetsTopic.class);
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
+    private final KafkaConfig kafka;
     private final String topic;
     private final Properties clientConfig;
 
     public OffsetsTopic(KafkaConfig kafka) {
+        this.kafka = kafka;
         this.topic = kafka.offsetsTopic();
         this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-offsets");
     }
@@ -131,6 +136,25 @@ public final class OffsetsTopic {
             return positions;
         }
         return positions;
+    }
+
+    /**
+     * Writes positions of one stream ({@code offsets set|reset}; a null value forgets the key) in a Kafka transaction
+     * of the stream's own transactional id: a process still streaming it is fenced, and what it left open is aborted.
+     */
+    public void write(String streamName, Map<String, String> entries) throws ExecutionException, InterruptedException,
+            java.util.concurrent.TimeoutException {
+        ensureExists();
+        var config = TransactionalPublisher.producerConfig(kafka, "outbox-router-offsets", KafkaConfig.transactionalId(streamName));
+        try (var producer = new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (var e : entries.entrySet()) {
+                producer.send(new ProducerRecord<>(topic, e.getKey().getBytes(StandardCharsets.UTF_8),
+                        e.getValue() == null ? null : e.getValue().getBytes(StandardCharsets.UTF_8)));
+            }
+            producer.commitTransaction();
+        }
     }
 
     private Map<String, Object> adminConfig() {
