@@ -50,6 +50,8 @@ class EffectiveConfigTest {
             // "2.10" would read back as 2.1 if printed unquoted
             "kafka.producer.*", ordered("linger.ms", "7", "client.id", "2.10", "sasl.jaas.config", "jaas-secret"),
             "kafka.give-up-after", "2m",
+            "kafka.offsets-topic", "orders.positions",
+            "delivery", "exactly-once",
             "offsets.table", "router_positions",
             "offsets.schema-history-table", "router_history",
             "offsets.commit-interval", "1s",

@@ -177,6 +177,35 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void exactlyOnceDeliveryIsOneLineWithAnOffsetsTopicFromTheName() {
+        var alo = RouterConfigLoader.parse(MINIMAL, Map.of());
+        assertThat(alo.kafka().delivery()).isEqualTo(Delivery.AT_LEAST_ONCE);
+        var c = RouterConfigLoader.parse(MINIMAL + "delivery: exactly-once\n", Map.of());
+        assertThat(c.kafka().exactlyOnce()).isTrue();
+        assertThat(c.kafka().offsetsTopic()).isEqualTo("outbox-router." + c.name() + ".offsets");
+        assertThat(KafkaConfig.transactionalId(c.name())).isEqualTo("outbox-router." + c.name());
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of("OUTBOX_ROUTER_DELIVERY", "exactly-once")).kafka().exactlyOnce()).isTrue();
+        assertThat(problems(MINIMAL + "delivery: twice\n"))
+                .containsExactly("delivery: must be one of at-least-once, exactly-once (was \"twice\")");
+    }
+
+    @Test
+    void exactlyOnceRefusesProducerSettingsATransactionalProducerCannotHaveAndABadOffsetsTopic() {
+        var p = problems(MINIMAL.replace("kafka:\n  bootstrap-servers: kafka:9092", """
+                kafka:
+                  bootstrap-servers: kafka:9092
+                  offsets-topic: "my offsets"
+                  producer: { max.in.flight.requests.per.connection: "10", transaction.timeout.ms: "10", linger.ms: "5" }""")
+                + "delivery: exactly-once\n");
+        assertThat(p).containsExactlyInAnyOrder(
+                "kafka.producer.max.in.flight.requests.per.connection: must be 1 to 5 for a transactional producer (delivery: "
+                        + "exactly-once; was \"10\")",
+                "kafka.producer.transaction.timeout.ms: must be at least 1000: a shorter timeout aborts transactions while they are "
+                        + "being sent (delivery: exactly-once; was \"10\")",
+                "kafka.offsets-topic: must be a Kafka topic name: letters, digits, '.', '_' or '-', at most 249 (was \"my offsets\")");
+    }
+
+    @Test
     void environmentOverridesKeysAndFillsReferences() {
         var c = RouterConfigLoader.parse(MINIMAL.replace("s3cret-pw", "${DB_PASSWORD}"), Map.of(
                 "DB_PASSWORD", "from-env",
@@ -256,7 +285,7 @@ class RouterConfigLoaderTest {
         assertThat(e.getMessage()).contains(
                 "kafka.producer.partitioner.class: would break order per aggregate",
                 "kafka.producer.partitioner.ignore.keys: would break order per aggregate",
-                "kafka.producer.transactional.id: is not supported",
+                "kafka.producer.transactional.id: is set by the router from its name when delivery is exactly-once",
                 "debezium.provide.transaction.metadata: is set by the router",
                 "debezium.topic.prefix: is set by the router",
                 "debezium.offset.storage.file.filename: is set by the router",

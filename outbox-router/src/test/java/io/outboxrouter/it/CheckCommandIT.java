@@ -50,6 +50,29 @@ class CheckCommandIT {
                 "PASS  offsets table", "PASS  kafka: reached", "All checks passed.").doesNotContain("FAIL");
     }
 
+    /** Exactly-once: the transaction state log, the transactional-id permission and the offsets topic are checked too. */
+    @Test
+    void exactlyOnceChecksTransactionsTheTransactionalIdAndTheOffsetsTopic() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("checkeos"));
+        String name = OutboxContract.unique("checkeos-router").replace('_', '-');
+        String yaml = "name: " + name + "\n" + db.sourceYaml() + "delivery: exactly-once\nkafka: { bootstrap-servers: \""
+                + OutboxContract.kafka() + "\" }\n";
+        var r = check(yaml);
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("PASS  kafka transactions: transaction state log: replication factor 1, min.isr 1 on 1 broker(s)",
+                "PASS  transactional id: the producer may use transactional ids (tried outbox-router." + name + ".check",
+                "PASS  offsets topic: outbox-router." + name + ".offsets will be created at first start");
+        // A topic without compaction would lose the position to retention: refused with the fix.
+        String topic = OutboxContract.unique("plainoffsets");
+        try (var admin = org.apache.kafka.clients.admin.Admin.create(java.util.Map.of("bootstrap.servers", OutboxContract.kafka()))) {
+            admin.createTopics(java.util.List.of(new org.apache.kafka.clients.admin.NewTopic(topic, 1, (short) 1))).all().get();
+        }
+        var plain = check(yaml.replace("kafka: {", "kafka: { offsets-topic: " + topic + ","));
+        assertThat(plain.exit()).isEqualTo(1);
+        assertThat(plain.out()).contains("FAIL  offsets topic: " + topic + " has cleanup.policy=delete",
+                "fix: kafka-configs.sh --alter --entity-type topics --entity-name " + topic + " --add-config cleanup.policy=compact");
+    }
+
     /** A sharded router: every shard's slot, publication, offsets and position, each named; a wrong publication failed with the fix. */
     @Test
     void eachShardIsCheckedUnderItsNameAndAPublicationWithAnotherFilterFails() throws Exception {
