@@ -55,14 +55,14 @@ public final class Benchmark {
         return jar;
     }
 
-    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, shards, debezium-server, relay; all when unset. */
+    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, exactly-once, shards, debezium-server, relay; all when unset. */
     private static boolean wanted(Contender c) {
         String list = System.getenv("BENCH_CONTENDERS");
         if (list == null || list.isBlank()) {
             return true;
         }
         String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare"
-                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : "router")
+                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : r.exactlyOnce() ? "exactly-once" : "router")
                 : c instanceof DebeziumServerContender ? "debezium-server" : "relay";
         return List.of(list.split(",")).contains(key);
     }
@@ -121,6 +121,10 @@ public final class Benchmark {
                 out, freePort());
         contenders.add(router);
         slots.add(router.slots());
+        var exactlyOnce = new RouterContender(db, "routereos-t" + txnSize + "-" + round, "bench-routereos-t" + txnSize + "-" + round,
+                bootstrap, out, freePort(), 1, true);
+        contenders.add(exactlyOnce);
+        slots.add(exactlyOnce.slots());
         for (int shards : SHARDS) {
             var sharded = new RouterContender(db, "router" + shards + "s-t" + txnSize + "-" + round,
                     "bench-router" + shards + "s-t" + txnSize + "-" + round, bootstrap, out, freePort(), shards);
@@ -191,15 +195,29 @@ public final class Benchmark {
     /** Single-row transactions at 1k and 5k events/s; each contender on a fresh slot, so none starts behind. */
     private void latency(BenchDb db) throws Exception {
         var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
-        db.createSlot(router.slot());
-        try (router) {
-            Duration start = router.start();
-            idleCpu(router);
-            measureLatency(db, router);
-            Duration restart = router.restart();
-            results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
+        if (wanted(router)) {
+            db.createSlot(router.slot());
+            try (router) {
+                Duration start = router.start();
+                idleCpu(router);
+                measureLatency(db, router);
+                Duration restart = router.restart();
+                results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
+            }
+            db.dropSlot(router.slot());
         }
-        db.dropSlot(router.slot());
+        // Commit to a read_committed consumer: a record is visible once its Kafka transaction committed.
+        var exactlyOnce = new RouterContender(db, "routereos-latency", "bench-routereos-latency", bootstrap, out, freePort(), 1, true);
+        if (wanted(exactlyOnce)) {
+            db.createSlot(exactlyOnce.slot());
+            try (exactlyOnce) {
+                Duration start = exactlyOnce.start();
+                measureLatency(db, exactlyOnce);
+                Duration restart = exactlyOnce.restart();
+                results.startup.add(new Results.Startup("Postgres", exactlyOnce.name(), start, restart));
+            }
+            db.dropSlot(exactlyOnce.slot());
+        }
         var dbz = debeziumServer(db, "dbzs_latency");
         if (dbz.isPresent()) {
             db.createSlot("dbzs_latency");

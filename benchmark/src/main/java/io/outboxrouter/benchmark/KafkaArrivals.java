@@ -16,7 +16,13 @@ final class KafkaArrivals implements AutoCloseable {
     private volatile boolean running = true;
 
     KafkaArrivals(String bootstrap, String topicRegex) {
+        this(bootstrap, topicRegex, false);
+    }
+
+    /** @param readCommitted read only committed Kafka transactions, as an exactly-once router's consumers do */
+    KafkaArrivals(String bootstrap, String topicRegex, boolean readCommitted) {
         var p = new Properties();
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, readCommitted ? "read_committed" : "read_uncommitted");
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, "bench-" + UUID.randomUUID());
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

@@ -164,6 +164,18 @@ final class Results {
         goal(s, "RSS under load <= 256 MB (peak of the drains, -Xmx1g)", rss, "%.0f MiB", r -> r <= 256);
         goal(s, "idle CPU while streaming with nothing to publish <= 2% of a core",
                 idleCpuPercent.getOrDefault(RouterContender.NAME, Double.NaN), "%.1f%%", p -> p <= 2);
+        s.append("\n### Goals: exactly-once beside at-least-once in this run\n\n| goal | figure | met? |\n|---|---:|---|\n");
+        for (int size : new int[] {1, 100}) {
+            goal(s, "drain, " + size + "-row transactions: exactly-once costs <= 15% of throughput",
+                    100 * (1 - drain(medians, RouterContender.EXACTLY_ONCE, size) / drain(medians, RouterContender.NAME, size)), "%.0f%% less",
+                    c -> c <= 15);
+        }
+        for (int rate : new int[] {1000, 5000}) {
+            var alo = latency(RouterContender.NAME, rate);
+            var eos = latency(RouterContender.EXACTLY_ONCE, rate);
+            goal(s, "commit to a read_committed consumer at " + String.format("%,d", rate) + " events/s: p99 <= at-least-once's + 10 ms",
+                    alo == null || eos == null ? Double.NaN : eos.p99() - alo.p99(), "%+.1f ms", d -> d <= 10);
+        }
         return s.toString();
     }
 
@@ -173,7 +185,11 @@ final class Results {
     }
 
     private Latency latency(int rate) {
-        return latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(RouterContender.NAME)
+        return latency(RouterContender.NAME, rate);
+    }
+
+    private Latency latency(String contender, int rate) {
+        return latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(contender)
                 && l.targetRate() == rate).findFirst().orElse(null);
     }
 

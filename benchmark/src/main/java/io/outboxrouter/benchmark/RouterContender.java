@@ -9,6 +9,7 @@ import java.util.Map;
 /** outbox-router as users run it: {@code java -jar outbox-router.jar run --config router.yml}, in its own JVM. */
 final class RouterContender implements Contender {
     static final String NAME = "outbox-router";
+    static final String EXACTLY_ONCE = NAME + ", exactly-once";
 
     private final BenchDb db;
     private final String name;
@@ -17,6 +18,7 @@ final class RouterContender implements Contender {
     private final int port;
     private final String topicPrefix;
     private final int shards;
+    private final boolean exactlyOnce;
     private ChildProcess process;
     private KafkaArrivals kafka;
 
@@ -26,6 +28,12 @@ final class RouterContender implements Contender {
 
     /** @param shards {@code source.postgres.shards}: one slot, publication and engine per shard in the one process */
     RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port, int shards) {
+        this(db, name, topicPrefix, bootstrap, dir, port, shards, false);
+    }
+
+    /** @param exactlyOnce {@code delivery: exactly-once}, read by a read_committed consumer */
+    RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port, int shards, boolean exactlyOnce) {
+        this.exactlyOnce = exactlyOnce;
         this.shards = shards;
         this.db = db;
         this.name = name;
@@ -37,7 +45,11 @@ final class RouterContender implements Contender {
 
     @Override
     public String name() {
-        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : NAME;
+        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : exactlyOnce ? EXACTLY_ONCE : NAME;
+    }
+
+    boolean exactlyOnce() {
+        return exactlyOnce;
     }
 
     int shards() {
@@ -79,9 +91,11 @@ final class RouterContender implements Contender {
                 %s
                 kafka: { bootstrap-servers: "%s" }
                 http: { listen: "127.0.0.1:%d" }
-                """.formatted(topicPrefix, System.getenv().getOrDefault("BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port));
+                delivery: %s
+                """.formatted(topicPrefix, System.getenv().getOrDefault("BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port,
+                exactlyOnce ? "exactly-once" : "at-least-once"));
         if (kafka == null) {
-            kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*");
+            kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*", exactlyOnce);
         }
         long t0 = System.nanoTime();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();

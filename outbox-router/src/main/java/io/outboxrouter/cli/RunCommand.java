@@ -2,6 +2,7 @@ package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.kafka.TransactionalPublisher;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -105,6 +106,11 @@ final class RunCommand implements Callable<Integer> {
             router.completion().get();
             return 0;
         } catch (ExecutionException e) {
+            var fenced = fencedOut(e.getCause());
+            if (fenced != null) {
+                return fail(fenced.getMessage() + " (exactly-once: what this process sent since its last commit is aborted, and "
+                        + "read_committed consumers never see it)");
+            }
             return fail("stopped on an error: " + Failures.explain(e.getCause())
                     + ". Fix the cause and start it again: it resumes from its stored offset, nothing is lost");
         }
@@ -119,6 +125,16 @@ final class RunCommand implements Callable<Integer> {
             }
         }
         return router.isStreaming();
+    }
+
+    /** The fencing of this process's Kafka producer, when that is why it stopped: not an error to fix and restart. */
+    private static TransactionalPublisher.FencedOutException fencedOut(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof TransactionalPublisher.FencedOutException fenced) {
+                return fenced;
+            }
+        }
+        return null;
     }
 
     private static int fail(String message) {

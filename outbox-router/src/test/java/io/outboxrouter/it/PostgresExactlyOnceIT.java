@@ -255,6 +255,46 @@ class PostgresExactlyOnceIT {
         }
     }
 
+    /** {@code offsets show} prints the committed position beside the table's; {@code offsets reset --yes} forgets both. */
+    @Test
+    void offsetsShowAndResetCoverTheOffsetsTopic() throws Exception {
+        var db = newDatabase("eosoffsets");
+        String topics = OutboxContract.unique("eosoffsets");
+        String name = routerName("eosoffsets");
+        var file = Files.writeString(dir.resolve("router.yml"), OutboxContract.configYaml(db, name, topics, 0) + EXACTLY_ONCE);
+        var config = RouterConfigLoader.parse(Files.readString(file), Map.of());
+        try (var kafka = KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*")) {
+            try (var router = OutboxContract.startRouter(config)) {
+                publish(db, kafka, TestEvent.of("Order", "o-1", 1));
+            }
+        }
+        var show = cli("offsets", "show", "--config", file.toString());
+        assertThat(show.exit()).isZero();
+        assertThat(show.out()).contains("router " + name + "  committed to " + config.kafka().offsetsTopic() + " (the table agrees)");
+        var reset = cli("offsets", "reset", "--yes", "--config", file.toString());
+        assertThat(reset.exit()).as(reset.out()).isZero();
+        assertThat(reset.out()).contains("written to the offsets topic " + config.kafka().offsetsTopic() + " too");
+        assertThat(new OffsetsTopic(config.kafka()).read(name)).as("forgotten in the topic").isEmpty();
+        assertThat(read(config)).as("and in the table").isEmpty();
+        assertThat(cli("offsets", "show", "--config", file.toString()).out())
+                .contains("router " + name + ": no position committed to the offsets topic");
+    }
+
+    private record Cli(int exit, String out) {
+    }
+
+    private static Cli cli(String... args) {
+        var out = new java.io.ByteArrayOutputStream();
+        var old = System.out;
+        System.setOut(new java.io.PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            int exit = new picocli.CommandLine(new io.outboxrouter.cli.Main()).execute(args);
+            return new Cli(exit, out.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(old);
+        }
+    }
+
     private static OffsetTable table(RouterConfig config) {
         return OffsetTable.open(OffsetTableSettings.offsets(config));
     }
