@@ -31,6 +31,14 @@ public final class OffsetTable implements AutoCloseable {
     public static final String STORED = "{\"state\":\"stored\"}";
     /** An operator reset the position ({@code offsets reset}): the next start begins afresh. */
     public static final String RESET = "{\"state\":\"reset\"}";
+    /**
+     * The row that says which copy of the position is authoritative when the router runs exactly-once: {@link #TABLE}
+     * after an at-least-once run or an operator's {@code offsets set|reset} (the offsets topic may be stale), {@link #TOPIC}
+     * while an exactly-once router commits its positions to its offsets topic (this table is then the mirror).
+     */
+    public static final String AUTHORITY_KEY = "outbox-router.authority";
+    public static final String TABLE = "{\"authority\":\"table\"}";
+    public static final String TOPIC = "{\"authority\":\"topic\"}";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -72,7 +80,13 @@ public final class OffsetTable implements AutoCloseable {
         var out = readAll(routerName);
         out.remove(STATE_KEY);
         out.remove(FENCE_KEY);
+        out.remove(AUTHORITY_KEY);
         return out;
+    }
+
+    /** Which copy of the router's position is authoritative ({@link #TABLE}, {@link #TOPIC}); empty when no row says. */
+    public Optional<String> authority(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(AUTHORITY_KEY));
     }
 
     /** The router's state row ({@link #STORED}, {@link #RESET}); empty when it never stored a position here. */

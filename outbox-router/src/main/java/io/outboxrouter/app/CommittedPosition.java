@@ -4,6 +4,7 @@ import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.EngineOffsets;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeSet;
@@ -11,9 +12,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Exactly-once start: the position committed to the offsets topic, with the records it covers, is the one to resume
- * from; the offsets table (which the engine reads, {@code offsets show} and the status page show) is its mirror, written
- * after each commit. When they disagree, the topic wins and the table is corrected, and a line says so.
+ * Exactly-once start: the offsets table (which the engine reads, {@code offsets show} and the status page show) and the
+ * offsets topic (where positions are committed with the records they cover) are made to agree before the engine starts.
+ * While the router runs exactly-once the topic is the truth and the table its mirror, written after each commit: when
+ * they disagree the topic wins, the table is corrected, and a line says so. After an at-least-once run or an operator's
+ * {@code offsets set|reset} the table is the truth ({@link OffsetTable#AUTHORITY_KEY}): the topic, stale since, is
+ * corrected from it. A table that does not say (new, or lost) loses to a topic that holds a position.
  */
 final class CommittedPosition {
     private static final Logger LOG = LoggerFactory.getLogger(CommittedPosition.class);
@@ -22,46 +26,52 @@ final class CommittedPosition {
     }
 
     /**
-     * Makes the table say what the topic says, for one stream.
+     * Makes the two agree for one stream.
      *
      * @param committed the stream's positions in the offsets topic ({@code OffsetsTopic.read})
      * @param fence     the stream's fencing token: the table is written only while it is still this process's
-     * @return whether the table was corrected
+     * @return what the offsets topic must be told (key to value, null to forget) for it to agree with the table; empty
+     *         when it already does, or when the table was corrected instead
      */
-    static boolean reconcile(RouterConfig config, String topic, Map<String, String> committed, long fence) {
+    static Map<String, String> reconcile(RouterConfig config, String topic, Map<String, String> committed, long fence) {
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
             var stored = table.read(config.name());
-            if (committed.isEmpty()) {
-                if (!stored.isEmpty()) {
-                    LOG.warn("Router {}: the offsets topic {} holds no position yet; resuming from the offsets table's {} (the first "
-                            + "start with delivery: exactly-once, or the topic was deleted): what an earlier run published after "
-                            + "it may be published once more", config.name(), topic, stored.values());
+            var differing = new TreeSet<String>();
+            var keys = new HashSet<>(committed.keySet());
+            keys.addAll(stored.keySet());
+            for (String key : keys) {
+                if (!EngineOffsets.samePosition(committed.get(key), stored.get(key))) {
+                    differing.add(key);
                 }
-                return false;
+            }
+            if (differing.isEmpty()) {
+                return Map.of();
+            }
+            // The table, when it says so or the topic holds nothing (deleted, or never written: the first exactly-once
+            // start); else the topic, also when no row says (a table that is new, lost, or of a build before this).
+            if (committed.isEmpty() || table.authority(config.name()).filter(OffsetTable.TABLE::equals).isPresent()) {
+                var toTopic = new LinkedHashMap<String, String>();
+                differing.forEach(key -> toTopic.put(key, stored.get(key)));
+                LOG.warn("Router {}: the offsets topic {} says {}, the offsets table {}; the table's is the position (written by an "
+                        + "at-least-once run, by offsets set|reset, or the topic holds none): resuming from it, and the topic is "
+                        + "corrected. Events published after it by an earlier run may be published once more", config.name(), topic,
+                        describe(committed, differing), describe(stored, differing));
+                return toTopic;
             }
             var changes = new LinkedHashMap<String, String>();
-            for (String key : new TreeSet<>(union(committed, stored))) {
-                String inTopic = committed.get(key);
-                String inTable = stored.get(key);
-                if (!EngineOffsets.samePosition(inTopic, inTable)) {
-                    changes.put(key, inTopic);
-                    LOG.warn("Router {}: the offsets table and the offsets topic {} disagree on {}: table {}, topic {}. Resuming from "
-                            + "the topic's, the position committed with the records (delivery: exactly-once); the table is corrected",
-                            config.name(), topic, key, inTable == null ? "(none)" : inTable, inTopic == null ? "(none)" : inTopic);
-                }
-            }
-            if (changes.isEmpty()) {
-                return false;
-            }
+            differing.forEach(key -> changes.put(key, committed.get(key)));
+            LOG.warn("Router {}: the offsets table and the offsets topic {} disagree: table {}, topic {}. Resuming from the topic's, "
+                    + "the position committed with the records (delivery: exactly-once); the table is corrected", config.name(), topic,
+                    describe(stored, differing), describe(committed, differing));
             changes.put(OffsetTable.STATE_KEY, OffsetTable.STORED);
             table.write(config.name(), changes, fence);
-            return true;
+            return Map.of();
         }
     }
 
-    private static java.util.Set<String> union(Map<String, String> a, Map<String, String> b) {
-        var keys = new java.util.HashSet<>(a.keySet());
-        keys.addAll(b.keySet());
-        return keys;
+    private static String describe(Map<String, String> positions, java.util.Set<String> keys) {
+        var out = new LinkedHashMap<String, String>();
+        keys.forEach(k -> out.put(k, positions.getOrDefault(k, "(none)")));
+        return out.toString();
     }
 }

@@ -36,8 +36,11 @@ final class SourceStream implements AutoCloseable {
 
     private final RouterConfig config;
     private final Source source;
-    private final EventSink sink;
-    private final OutboxBatchHandler handler;
+    /** Makes a handler with its sink: once for at-least-once; per activation for exactly-once (a producer per take-over). */
+    private final java.util.function.Function<EventSink, OutboxBatchHandler> handlers;
+    /** The stream's sink; an exactly-once one is replaced at each activation. */
+    private volatile EventSink sink;
+    private volatile OutboxBatchHandler handler;
     private final RouterMetrics metrics;
     private final ScheduledExecutorService timer;
     private final Leadership leadership;
@@ -50,13 +53,16 @@ final class SourceStream implements AutoCloseable {
     /** Written to the log once streaming: how to reach the health endpoint. */
     private volatile String healthUrl = "";
 
-    private SourceStream(RouterConfig config, Source source, EventSink sink, OutboxBatchHandler handler, RouterMetrics metrics,
-                         boolean acceptGap) {
+    private SourceStream(RouterConfig config, Source source, java.util.function.Function<EventSink, OutboxBatchHandler> handlers,
+                         RouterMetrics metrics, boolean acceptGap) {
         this.config = config;
         this.acceptGap = acceptGap;
         this.source = source;
-        this.sink = sink;
-        this.handler = handler;
+        this.handlers = handlers;
+        if (!config.kafka().exactlyOnce()) {
+            this.sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+            this.handler = handlers.apply(sink);
+        }
         this.metrics = metrics;
         var lockTimer = new ScheduledThreadPoolExecutor(1, r -> {
             var t = new Thread(r, "router-" + config.name());
@@ -75,15 +81,13 @@ final class SourceStream implements AutoCloseable {
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
     static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
-        EventSink sink = config.kafka().exactlyOnce()
-                ? new TransactionalPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics)
-                : new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
         var pg = config.source().postgres();
         var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
         var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-        var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics);
-        return new SourceStream(config, Source.of(config), sink, handler, metrics, acceptGap);
+        return new SourceStream(config, Source.of(config),
+                sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics), metrics,
+                acceptGap);
     }
 
     void start(String healthUrl) {
@@ -113,8 +117,15 @@ final class SourceStream implements AutoCloseable {
                 table.createIfMissing();
                 fence = table.nextFence(config.name());
             }
-            if (sink instanceof TransactionalPublisher transactional) {
-                resumeFromCommitted(transactional, fence);
+            if (config.kafka().exactlyOnce()) {
+                resumeFromCommitted(fence);
+            } else {
+                // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
+                try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+                    if (table.authority(config.name()).filter(OffsetTable.TOPIC::equals).isPresent()) { // after an exactly-once run
+                        table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
+                    }
+                }
             }
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
@@ -135,18 +146,36 @@ final class SourceStream implements AutoCloseable {
         }
 
         /**
-         * Exactly-once: fences every earlier producer of the stream (what it left open is aborted), then makes the offsets
-         * table hold the position last committed to the offsets topic, which the engine resumes from.
+         * Exactly-once: a new producer (and handler) for this activation, whose {@code initTransactions()} fences every
+         * earlier producer of the stream and aborts what it left open; then the offsets table and the offsets topic are
+         * made to agree (the topic's position wins, unless an at-least-once run or an operator wrote the table since),
+         * and the engine resumes from there.
          */
-        private void resumeFromCommitted(TransactionalPublisher transactional, long fence) {
+        private void resumeFromCommitted(long fence) {
+            var previous = sink;
+            if (previous != null) {
+                previous.close(); // a batch of the previous activation still under way fails, and cannot touch the new one
+            }
+            var transactional = new TransactionalPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+            sink = transactional;
+            handler = handlers.apply(transactional);
             var topic = new OffsetsTopic(config.kafka());
             try {
                 transactional.activate();
-                topic.ensureExists();
-                var committed = topic.read(config.name());
-                CommittedPosition.reconcile(config, topic.name(), committed, fence);
-                LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {}", config.name(),
-                        transactional.transactionalId(), topic.name());
+                int shards = config.source().postgres().shards();
+                int partition = OffsetsTopic.partitionOf(config.shard().map(io.outboxrouter.config.Shard::index).orElse(0),
+                        topic.ensureExists(shards));
+                transactional.useOffsetsPartition(partition);
+                var committed = topic.read(config.name(), partition);
+                var toTopic = CommittedPosition.reconcile(config, topic.name(), committed, fence);
+                if (!toTopic.isEmpty()) {
+                    transactional.commitPositions(toTopic);
+                }
+                try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+                    table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TOPIC), fence);
+                }
+                LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {} (partition {})", config.name(),
+                        transactional.transactionalId(), topic.name(), partition);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while starting exactly-once delivery", e);
@@ -162,6 +191,9 @@ final class SourceStream implements AutoCloseable {
             engine = null;
             if (stopping != null) {
                 stopping.abort();
+            }
+            if (config.kafka().exactlyOnce() && sink != null) {
+                sink.close(); // its open transaction is aborted; the next activation makes a new producer
             }
         }
 
@@ -239,7 +271,10 @@ final class SourceStream implements AutoCloseable {
             }
         } finally {
             try {
-                sink.close();
+                var s = sink;
+                if (s != null) {
+                    s.close();
+                }
             } finally {
                 leadership.close();
                 monitor.ifPresent(SlotMonitor::close);

@@ -137,6 +137,17 @@ final class CheckCommand implements Callable<Integer> {
             checks.add(Check.pass("kafka transactions", "transaction state log: replication factor " + replication + ", min.isr "
                     + minIsr + " on " + brokers + " broker(s)"));
         }
+        long maxTimeout = intValue(broker, "transaction.max.timeout.ms", 900_000);
+        long timeout = Long.parseLong(TransactionalPublisher.producerConfig(c.kafka(), "check", "check")
+                .getProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG));
+        if (timeout > maxTimeout) {
+            checks.add(Check.fail("transaction timeout", "the router's transaction.timeout.ms is " + timeout + " but the brokers allow at "
+                    + "most " + maxTimeout + " (transaction.max.timeout.ms): the producer cannot start", "set kafka.producer."
+                    + "transaction.timeout.ms to at most " + maxTimeout + ", or raise the brokers' transaction.max.timeout.ms"));
+        } else {
+            checks.add(Check.pass("transaction timeout", "a Kafka transaction may stay open " + timeout / 1000 + " s (the brokers allow "
+                    + maxTimeout / 1000 + " s): the longest a source transaction may take to stream"));
+        }
         String probe = KafkaConfig.transactionalId(c.name()) + ".check";
         var producerConfig = TransactionalPublisher.producerConfig(c.kafka(), "outbox-router-check", probe);
         producerConfig.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis()));

@@ -97,7 +97,7 @@ final class OffsetsCommand {
         for (var stream : c.shardConfigs()) {
             Map<String, String> committed;
             try {
-                committed = topic.read(stream.name());
+                committed = topic.read(stream.name(), null);
             } catch (RuntimeException e) {
                 System.out.println("router " + stream.name() + ": cannot read the offsets topic " + topic.name() + ": " + e.getMessage());
                 continue;
@@ -115,7 +115,14 @@ final class OffsetsCommand {
         }
     }
 
-    /** Exactly-once: writes the same change to the offsets topic, which is what the next start resumes from. */
+    private static int shardIndex(RouterConfig stream) {
+        return stream.shard().map(io.outboxrouter.config.Shard::index).orElse(0);
+    }
+
+    /**
+     * Exactly-once: writes the same change to the offsets topic first (a failure leaves both as they were), in a Kafka
+     * transaction of the stream's own id, which fences a process still streaming it.
+     */
     static void writeCommitted(RouterConfig stream, Map<String, String> entries) throws Exception {
         var positions = new LinkedHashMap<String, String>();
         entries.forEach((k, v) -> {
@@ -124,7 +131,7 @@ final class OffsetsCommand {
             }
         });
         if (stream.kafka().exactlyOnce() && !positions.isEmpty()) {
-            new OffsetsTopic(stream.kafka()).write(stream.name(), positions);
+            new OffsetsTopic(stream.kafka()).write(stream.name(), shardIndex(stream), stream.source().postgres().shards(), positions);
             System.out.println("router " + stream.name() + ": written to the offsets topic " + stream.kafka().offsetsTopic() + " too");
         }
     }
@@ -164,8 +171,10 @@ final class OffsetsCommand {
                     System.err.println("outbox-router: " + e.getMessage());
                     return Main.EXIT_FAILED;
                 }
-                table.write(c.name(), entries);
                 writeCommitted(c, entries);
+                var withAuthority = new LinkedHashMap<>(entries);
+                withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE); // the next start resumes from this table
+                table.write(c.name(), withAuthority);
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));
                 return 0;
@@ -211,10 +220,11 @@ final class OffsetsCommand {
                         table.read(stream.name()).keySet().forEach(k -> forgotten.put(k, null));
                         int stored = forgotten.size();
                         if (stream.kafka().exactlyOnce()) {
-                            new OffsetsTopic(stream.kafka()).read(stream.name()).keySet().forEach(k -> forgotten.put(k, null));
+                            new OffsetsTopic(stream.kafka()).read(stream.name(), null).keySet().forEach(k -> forgotten.put(k, null));
                         }
-                        Source.of(stream).resetPosition(table, stream.name());
                         writeCommitted(stream, forgotten);
+                        Source.of(stream).resetPosition(table, stream.name());
+                        table.write(stream.name(), Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE));
                         System.out.println("router " + stream.name() + ": deleted " + stored + " stored position(s); the next start "
                                 + "begins as source.snapshot says");
                     }

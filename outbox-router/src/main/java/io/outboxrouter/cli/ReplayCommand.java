@@ -1,6 +1,7 @@
 package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Replay;
+import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.kafka.TransactionalPublisher;
@@ -115,7 +116,8 @@ final class ReplayCommand implements Callable<Integer> {
         // Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so that read_committed
         // consumers see a chunk whole or not at all, and a second replay of the same router fences a first still running.
         try (EventSink sink = c.kafka().exactlyOnce()
-                ? new TransactionalPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)
+                ? new TransactionalPublisher(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay",
+                        Duration.ofMillis(200), RouterListener.NONE)
                 : new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)) {
             if (sink instanceof TransactionalPublisher transactional) {
                 transactional.activate();

@@ -55,19 +55,21 @@ public final class OffsetsTopic {
     }
 
     /**
-     * Creates the topic when missing (one partition, {@code cleanup.policy=compact}, the broker's replication factor);
-     * refuses one that exists without compaction, whose old positions would be deleted by retention.
+     * Creates the topic when missing ({@code partitions}: one per stream of the router, so that each stream commits to a
+     * partition of its own; {@code cleanup.policy=compact}; the broker's replication factor); refuses one that exists
+     * without compaction, whose old positions would be deleted by retention.
      *
+     * @return how many partitions the topic has
      * @throws IllegalStateException with the fix, when the topic exists but is not compacted
      */
-    public void ensureExists() throws ExecutionException, InterruptedException, java.util.concurrent.TimeoutException {
+    public int ensureExists(int partitions) throws ExecutionException, InterruptedException, java.util.concurrent.TimeoutException {
         try (var admin = Admin.create(adminConfig())) {
             try {
-                admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty())
+                admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty())
                         .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT))))
                         .all().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-                LOG.info("Created the offsets topic {} (compacted)", topic);
-                return;
+                LOG.info("Created the offsets topic {} (compacted, {} partition(s))", topic, partitions);
+                return partitions;
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof TopicExistsException)) {
                     throw e;
@@ -82,7 +84,18 @@ public final class OffsetsTopic {
                         + "position. Fix: kafka-configs.sh --alter --entity-type topics --entity-name " + topic
                         + " --add-config cleanup.policy=compact (or set kafka.offsets-topic to another topic)");
             }
+            return admin.describeTopics(List.of(topic)).allTopicNames().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(topic)
+                    .partitions().size();
         }
+    }
+
+    /**
+     * The partition a stream commits its positions to: the shard's index (0 for a router without shards), modulo the
+     * topic's partitions. A read_committed reader stops at the first open transaction of its partition, so a stream
+     * that shares one with another (a topic made smaller than the number of shards) can be held up by its commits.
+     */
+    public static int partitionOf(int shardIndex, int partitions) {
+        return Math.floorMod(shardIndex, Math.max(partitions, 1));
     }
 
     /**
@@ -91,6 +104,11 @@ public final class OffsetsTopic {
      * that nothing of an earlier process is still open. Empty when the topic holds none (or does not exist).
      */
     public Map<String, String> read(String streamName) {
+        return read(streamName, null);
+    }
+
+    /** As {@link #read(String)}, from one partition only (the stream's, {@link #partitionOf}), or every one when null. */
+    public Map<String, String> read(String streamName, Integer partition) {
         var props = new Properties();
         clientConfig.forEach((k, v) -> {
             if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
@@ -104,6 +122,7 @@ public final class OffsetsTopic {
         var positions = new LinkedHashMap<String, String>();
         try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             var partitions = consumer.partitionsFor(topic, TIMEOUT).stream()
+                    .filter(p -> partition == null || p.partition() == partition)
                     .map(p -> new TopicPartition(p.topic(), p.partition())).toList();
             if (partitions.isEmpty()) {
                 return positions;
@@ -142,15 +161,15 @@ public final class OffsetsTopic {
      * Writes positions of one stream ({@code offsets set|reset}; a null value forgets the key) in a Kafka transaction
      * of the stream's own transactional id: a process still streaming it is fenced, and what it left open is aborted.
      */
-    public void write(String streamName, Map<String, String> entries) throws ExecutionException, InterruptedException,
-            java.util.concurrent.TimeoutException {
-        ensureExists();
+    public void write(String streamName, int shardIndex, int shards, Map<String, String> entries) throws ExecutionException,
+            InterruptedException, java.util.concurrent.TimeoutException {
+        int partition = partitionOf(shardIndex, ensureExists(shards));
         var config = TransactionalPublisher.producerConfig(kafka, "outbox-router-offsets", KafkaConfig.transactionalId(streamName));
         try (var producer = new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
             producer.initTransactions();
             producer.beginTransaction();
             for (var e : entries.entrySet()) {
-                producer.send(new ProducerRecord<>(topic, e.getKey().getBytes(StandardCharsets.UTF_8),
+                producer.send(new ProducerRecord<>(topic, partition, e.getKey().getBytes(StandardCharsets.UTF_8),
                         e.getValue() == null ? null : e.getValue().getBytes(StandardCharsets.UTF_8)));
             }
             producer.commitTransaction();

@@ -22,7 +22,6 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.AuthorizationException;
-import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
@@ -67,7 +66,16 @@ public final class TransactionalPublisher implements EventSink {
     private final TopicProbe probe;
     private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
+    /** The offsets topic's partition this stream commits its position to: its own, so no other stream's transaction hides it. */
+    private volatile Integer offsetsPartition;
     private boolean inTransaction;
+    private long transactionStarted;
+    /**
+     * Commits refused in a row for an old producer epoch. The first may be the coordinator having aborted a transaction
+     * that outlived transaction.timeout.ms: the producer recovers its epoch when it aborts, and the records are sent again.
+     * A second in a row, after that abort, means a newer producer of the id exists: fenced.
+     */
+    private int epochRefusals;
     /** The open transaction failed: it is aborted and its records sent again before anything else. */
     private KafkaException failed;
     /** commitTransaction timed out: the producer allows only that call again (it may have committed). */
@@ -81,11 +89,17 @@ public final class TransactionalPublisher implements EventSink {
      *                   {@code transactional.id} ({@link KafkaConfig#transactionalId})
      */
     public TransactionalPublisher(KafkaConfig kafka, String streamName, Duration initialBackoff, RouterListener listener) {
-        this(streamName, KafkaConfig.transactionalId(streamName), kafka.offsetsTopic(),
-                () -> new KafkaProducer<>(producerConfig(kafka, streamName, KafkaConfig.transactionalId(streamName))),
+        this(kafka, streamName, KafkaConfig.transactionalId(streamName), initialBackoff, listener);
+    }
+
+    /** @param transactionalId another id than the stream's (a replay's: {@code outbox-router.<name>.replay}) */
+    public TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, Duration initialBackoff,
+                                  RouterListener listener) {
+        this(streamName, transactionalId, kafka.offsetsTopic(),
+                () -> new KafkaProducer<>(producerConfig(kafka, streamName, transactionalId)),
                 new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
-                TopicProbe.of(producerConfig(kafka, streamName, KafkaConfig.transactionalId(streamName))),
-                Integer.parseInt(producerConfig(kafka, streamName, "probe").getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                TopicProbe.of(producerConfig(kafka, streamName, transactionalId)),
+                Integer.parseInt(producerConfig(kafka, streamName, transactionalId).getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
                         DEFAULT_MAX_REQUEST)));
     }
 
@@ -103,16 +117,40 @@ public final class TransactionalPublisher implements EventSink {
         this.maxRequestBytes = maxRequestBytes;
     }
 
+    /**
+     * How long a Kafka transaction may stay open before the coordinator aborts it, unless {@code kafka.producer} says
+     * otherwise: a source transaction is one Kafka transaction however long it takes to stream (a COPY of millions of
+     * rows, a Kafka outage while one is open), so the brokers' default ceiling ({@code transaction.max.timeout.ms}).
+     */
+    public static final String DEFAULT_TRANSACTION_TIMEOUT_MS = "900000";
+
     /** The producer settings of a transactional stream: the at-least-once ones, with its transactional id. */
     public static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId) {
         var p = KafkaPublisher.producerConfig(kafka, clientId);
-        p.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000");
+        p.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, DEFAULT_TRANSACTION_TIMEOUT_MS);
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
         return p;
     }
 
     public String transactionalId() {
         return transactionalId;
+    }
+
+    /** The offsets topic's partition for this stream's positions ({@link OffsetsTopic#partitionOf}); by key when unset. */
+    public void useOffsetsPartition(int partition) {
+        this.offsetsPartition = partition;
+    }
+
+    /**
+     * Commits positions given as the offsets table holds them (key and value text; a null value forgets the key), in a
+     * transaction of their own: at start, when the table is authoritative and the topic must say the same.
+     */
+    public void commitPositions(Map<String, String> positions) throws Retry.GaveUpException, InterruptedException {
+        var records = new ArrayList<ProducerRecord<byte[], byte[]>>();
+        positions.forEach((key, value) -> records.add(new ProducerRecord<>(offsetsTopic, offsetsPartition,
+                key.getBytes(StandardCharsets.UTF_8), value == null ? null : value.getBytes(StandardCharsets.UTF_8))));
+        send(records);
+        commit(null);
     }
 
     @Override
@@ -191,11 +229,15 @@ public final class TransactionalPublisher implements EventSink {
     @Override
     public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         requireActive();
-        var offset = position == null ? null : new ProducerRecord<>(offsetsTopic,
+        var offset = position == null ? null : new ProducerRecord<>(offsetsTopic, offsetsPartition,
                 EngineOffsets.key(streamName, position.partition()).getBytes(StandardCharsets.UTF_8),
                 EngineOffsets.value(position.offset()).getBytes(StandardCharsets.UTF_8));
         retry.call("commit a Kafka transaction of " + pending.size() + " records", TransactionalPublisher::isRetryable, LOG,
-                (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
+                (operation, attempt, cause) -> {
+                    listener.retrying("kafka_publish", cause);
+                    LOG.warn("The Kafka transaction of {} has been open for {} s (transaction.timeout.ms ends it on the broker)",
+                            transactionalId, (System.nanoTime() - transactionStarted) / 1_000_000_000);
+                }, () -> {
                     attemptCommit(offset);
                     return null;
                 });
@@ -217,6 +259,11 @@ public final class TransactionalPublisher implements EventSink {
             producer.commitTransaction(); // flushes; fails when a record of the transaction failed
             commitPending = false;
             inTransaction = false;
+        } catch (org.apache.kafka.common.errors.InterruptException e) {
+            // Interrupted while committing (a stop): like a timeout, the commit may have gone through; the stream stops.
+            throw new InterruptedException("interrupted while committing a Kafka transaction of " + transactionalId);
+        } catch (FencedOutException | UnrecoverableException e) {
+            throw e; // decided already (aborting the failed transaction was refused): not to be masked by a record's error
         } catch (TimeoutException e) {
             // The commit may have gone through or not: only commitTransaction may be called again, and it is.
             if (!commitPending) {
@@ -226,11 +273,29 @@ public final class TransactionalPublisher implements EventSink {
         } catch (KafkaException e) {
             commitPending = false;
             var cause = classify(firstRecordError().orElse(e));
+            if (causedBy(e, org.apache.kafka.common.errors.InvalidProducerEpochException.class) && ++epochRefusals >= 2) {
+                cause = fenced(e);
+            }
             if (!(cause instanceof FencedOutException)) {
                 failed = e;
             }
             throw cause;
         }
+        epochRefusals = 0;
+    }
+
+    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (type.isInstance(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private FencedOutException fenced(Exception e) {
+        return new FencedOutException("fenced: another process started router stream " + streamName + " (its producer "
+                + "took transactional.id " + transactionalId + " over); this process stops without publishing more", e);
     }
 
     /** Aborts the failed transaction and sends its records again, in order, in a new one. */
@@ -261,6 +326,7 @@ public final class TransactionalPublisher implements EventSink {
         if (!inTransaction) {
             producer.beginTransaction();
             inTransaction = true;
+            transactionStarted = System.nanoTime();
         }
     }
 
@@ -307,10 +373,10 @@ public final class TransactionalPublisher implements EventSink {
     /** Fencing, authorization and records a topic will never take stop the stream; the rest is an outage, retried. */
     private RuntimeException classify(Exception e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
-                return new FencedOutException("fenced: another process started router stream " + streamName + " (its producer "
-                        + "took transactional.id " + transactionalId + " over), or a Kafka transaction stayed open longer than "
-                        + "transaction.timeout.ms; this process stops without publishing more", e);
+            // Only this: a newer producer of the id exists. InvalidProducerEpochException (the coordinator aborted a
+            // transaction that outlived transaction.timeout.ms) is recovered from by aborting and sending again (KIP-588).
+            if (t instanceof ProducerFencedException) {
+                return fenced(e);
             }
             if (t instanceof TransactionalIdAuthorizationException) {
                 return new UnrecoverableException("the producer may not use transactional.id " + transactionalId + ": grant WRITE and "
@@ -339,9 +405,14 @@ public final class TransactionalPublisher implements EventSink {
         }
     }
 
+    /**
+     * Outages and abortable errors are retried; fencing, refusals for good, and misuse are not (an IllegalStateException:
+     * a producer closed under a batch of a stream that was stopped, which must not retry onto anything else).
+     */
     static boolean isRetryable(Throwable e) {
         return !(e instanceof FencedOutException || e instanceof UnrecoverableException || e instanceof AuthorizationException
-                || e instanceof UnsupportedVersionException || !KafkaPublisher.isRetryable(e));
+                || e instanceof UnsupportedVersionException || e instanceof IllegalStateException || e instanceof NullPointerException
+                || !KafkaPublisher.isRetryable(e));
     }
 
     private void requireActive() {

@@ -60,6 +60,7 @@ class CheckCommandIT {
         var r = check(yaml);
         assertThat(r.exit()).as(r.out()).isZero();
         assertThat(r.out()).contains("PASS  kafka transactions: transaction state log: replication factor 1, min.isr 1 on 1 broker(s)",
+                "PASS  transaction timeout: a Kafka transaction may stay open 900 s (the brokers allow 900 s)",
                 "PASS  transactional id: the producer may use transactional ids (tried outbox-router." + name + ".check",
                 "PASS  offsets topic: outbox-router." + name + ".offsets will be created at first start");
         // A topic without compaction would lose the position to retention: refused with the fix.

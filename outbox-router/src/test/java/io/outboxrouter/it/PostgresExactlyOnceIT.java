@@ -130,8 +130,9 @@ class PostgresExactlyOnceIT {
 
     @Test
     void aSecondProducerOfTheSameStreamFencesTheFirstWhoseCommitThenFailsForGood() throws Exception {
-        var kafka = RouterConfigLoader.parse(OutboxContract.configYaml(newDatabase("zombie"), "zombie-router", "zombie", 0) + EXACTLY_ONCE,
-                Map.of()).kafka();
+        var kafka = RouterConfigLoader.parse(OutboxContract.configYaml(newDatabase("zombie"), "zombie-router", "zombie", 0)
+                .replace("  bootstrap-servers: " + OutboxContract.kafka() + "\n", "  bootstrap-servers: " + OutboxContract.kafka()
+                        + "\n  give-up-after: 30s\n") + EXACTLY_ONCE, Map.of()).kafka();
         String stream = routerName("zombie");
         String topic = OutboxContract.unique("zombie");
         var position = new SourcePosition(Map.of("server", stream), Map.of("lsn", 1L));
@@ -153,6 +154,29 @@ class PostgresExactlyOnceIT {
             events.awaitIds(Set.of(idOf(committed), idOf(fromSecond)), Duration.ofSeconds(60));
             var values = events.settle(Duration.ofSeconds(2)).stream().map(KafkaEvents.Received::valueText).toList();
             assertThat(values).containsExactly("from the first, committed", "from the second");
+        }
+    }
+
+    /**
+     * A transaction the coordinator aborts for outliving transaction.timeout.ms (2 s here; the broker looks every 10 s) is
+     * not a fencing: the producer recovers its epoch, and the records are sent again and committed once.
+     */
+    @Test
+    void aTransactionAbortedByTheCoordinatorForItsTimeoutIsSentAgainNotTakenForAFencing() throws Exception {
+        var kafka = RouterConfigLoader.parse(OutboxContract.configYaml(newDatabase("txtimeout"), "txtimeout-router", "txtimeout", 0)
+                .replace("  bootstrap-servers: " + OutboxContract.kafka() + "\n", "  bootstrap-servers: " + OutboxContract.kafka()
+                        + "\n  producer: { transaction.timeout.ms: \"2000\" }\n") + EXACTLY_ONCE, Map.of()).kafka();
+        String stream = routerName("txtimeout");
+        String topic = OutboxContract.unique("txtimeout");
+        try (var publisher = new TransactionalPublisher(kafka, stream, Duration.ofMillis(50), RouterListener.NONE);
+             var events = KafkaEvents.readCommitted(OutboxContract.kafka(), topic)) {
+            publisher.activate();
+            var late = event(topic, "sent, then the transaction outlived its timeout");
+            publisher.send(List.of(late));
+            Thread.sleep(14_000);
+            publisher.commit(new SourcePosition(Map.of("server", stream), Map.of("lsn", 1L)));
+            events.awaitIds(Set.of(idOf(late)), Duration.ofSeconds(60));
+            assertThat(events.settle(Duration.ofSeconds(2))).hasSize(1);
         }
     }
 

@@ -145,6 +145,30 @@ class TransactionalPublisherTest {
     }
 
     @Test
+    void anOldEpochOnceIsRecoveredFromButTwiceInARowIsAFencing() throws Exception {
+        var timedOut = new FlakyProducer();
+        timedOut.commitFailures = 1; // the coordinator aborted a transaction that outlived transaction.timeout.ms
+        timedOut.commitFailure = new org.apache.kafka.common.errors.InvalidProducerEpochException("old epoch");
+        try (var p = publisher(timedOut)) {
+            p.activate();
+            p.send(List.of(record("t", "a-1")));
+            p.commit(POSITION);
+            assertThat(timedOut.aborts).isEqualTo(1);
+            assertThat(topicsAndKeys(timedOut.history())).containsExactly("t:a-1", "offsets:[\"orders\",{\"server\":\"orders\"}]");
+        }
+        var zombie = new FlakyProducer();
+        zombie.commitFailures = Integer.MAX_VALUE; // another producer of the id initialized: every commit is refused
+        zombie.commitFailure = new org.apache.kafka.common.errors.InvalidProducerEpochException("old epoch");
+        try (var p = publisher(zombie)) {
+            p.activate();
+            p.send(List.of(record("t", "a-1")));
+            assertThatThrownBy(() -> p.commit(POSITION)).isInstanceOf(Retry.GaveUpException.class)
+                    .hasMessageContaining("fenced: another process started router stream orders");
+            assertThat(zombie.aborts).isEqualTo(1);
+        }
+    }
+
+    @Test
     void closingAbortsTheOpenTransactionSoThatReadCommittedConsumersAreNotHeldUp() throws Exception {
         var producer = new FlakyProducer();
         var p = publisher(producer);
