@@ -1,0 +1,105 @@
+package io.outboxrouter.cdc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The order in which a batch reaches a transactional (exactly-once) handler: the events of complete source transactions,
+ * then the commit with the position after them, and only then the events of a transaction still open, which the next
+ * commit covers; the engine is told to store only the committed position.
+ */
+class BatchConsumerTest {
+    private static final Schema MARKER = SchemaBuilder.struct().field("status", Schema.STRING_SCHEMA).field("id", Schema.STRING_SCHEMA).build();
+    private static final Schema TX = SchemaBuilder.struct().optional().field("id", Schema.STRING_SCHEMA).build();
+    private static final Schema SOURCE = SchemaBuilder.struct().field("schema", Schema.STRING_SCHEMA).field("table", Schema.STRING_SCHEMA).build();
+    private static final Schema ROW = SchemaBuilder.struct().optional().field("id", Schema.STRING_SCHEMA).build();
+    private static final Schema CHANGE = SchemaBuilder.struct().field("op", Schema.STRING_SCHEMA).field("source", SOURCE)
+            .field("after", ROW).field("transaction", TX).build();
+
+    private final List<String> calls = new ArrayList<>();
+
+    private static RecordChangeEvent<SourceRecord> marker(String status) {
+        var r = new SourceRecord(Map.of("server", "router"), Map.of("lsn", 0L), "router.transaction", MARKER,
+                new Struct(MARKER).put("status", status).put("id", "1"));
+        return () -> r;
+    }
+
+    private static RecordChangeEvent<SourceRecord> row(String id, long lsn) {
+        var value = new Struct(CHANGE).put("op", "c").put("source", new Struct(SOURCE).put("schema", "public").put("table", "outbox"))
+                .put("after", new Struct(ROW).put("id", id)).put("transaction", new Struct(TX).put("id", "1"));
+        var r = new SourceRecord(Map.of("server", "router"), Map.of("lsn", lsn), "router.public.outbox", CHANGE, value);
+        return () -> r;
+    }
+
+    private final ChangeHandler handler = new ChangeHandler() {
+        @Override
+        public void handle(List<ChangeEvent> batch) {
+            calls.add("handle " + String.join(",", batch.stream().map(e -> (String) e.row().get("id")).toList()));
+        }
+
+        @Override
+        public boolean transactional() {
+            return true;
+        }
+
+        @Override
+        public void commit(SourcePosition position) {
+            calls.add("commit lsn " + position.offset().get("lsn"));
+        }
+    };
+
+    private final DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer = new DebeziumEngine.RecordCommitter<>() {
+        @Override
+        public void markProcessed(RecordChangeEvent<SourceRecord> record) {
+            calls.add("stored lsn " + record.record().sourceOffset().get("lsn"));
+        }
+
+        @Override
+        public void markBatchFinished() {
+        }
+
+        @Override
+        public void markProcessed(RecordChangeEvent<SourceRecord> record, DebeziumEngine.Offsets offsets) {
+            markProcessed(record);
+        }
+
+        @Override
+        public DebeziumEngine.Offsets buildOffsets() {
+            return (key, value) -> { };
+        }
+    };
+
+    @Test
+    void completeTransactionsAreCommittedWithTheirPositionBeforeTheOpenOnesEventsAreHandedOver() throws Exception {
+        // Postgres: the position stored is the last change of the complete transaction, never its END.
+        var consumer = new BatchConsumer("router", handler,
+                new TransactionBoundaries<>("router", true, RecordChangeEvent<SourceRecord>::record), new ChangeRecords(s -> "pos"),
+                Optional::empty);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("a1", 10), row("a2", 11), marker("END"), marker("BEGIN"), row("b1", 20)),
+                committer);
+        assertThat(calls).containsExactly("handle a1,a2", "commit lsn 11", "handle b1", "stored lsn 11");
+        calls.clear();
+        // The open transaction's END comes in the next batch, with a whole transaction after it.
+        consumer.handleBatch(List.of(row("b2", 21), marker("END"), marker("BEGIN"), row("c1", 30), marker("END")), committer);
+        assertThat(calls).containsExactly("handle b2,c1", "commit lsn 30", "stored lsn 30");
+        calls.clear();
+        // A batch inside one long transaction (a COPY): handed over, neither committed nor stored.
+        consumer.handleBatch(List.of(marker("BEGIN"), row("d1", 40), row("d2", 41)), committer);
+        consumer.handleBatch(List.of(row("d3", 42)), committer);
+        assertThat(calls).containsExactly("handle d1,d2", "handle d3");
+        calls.clear();
+        consumer.handleBatch(List.of(marker("END")), committer);
+        assertThat(calls).as("its END alone commits it, at its last change").containsExactly("commit lsn 42", "stored lsn 42");
+    }
+}
