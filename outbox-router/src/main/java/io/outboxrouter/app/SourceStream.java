@@ -222,7 +222,8 @@ final class SourceStream implements AutoCloseable {
     }
 
     String describe() {
-        return source.describe();
+        return source.describe() + (config.kafka().exactlyOnce() ? "; exactly-once, positions committed to "
+                + config.kafka().offsetsTopic() : "");
     }
 
     /** Completes once every outbox row committed before this call is published and its position stored. */

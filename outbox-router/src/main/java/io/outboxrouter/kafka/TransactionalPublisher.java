@@ -259,6 +259,7 @@ public final class TransactionalPublisher implements EventSink {
             producer.commitTransaction(); // flushes; fails when a record of the transaction failed
             commitPending = false;
             inTransaction = false;
+            listener.kafkaTransaction(true);
         } catch (org.apache.kafka.common.errors.InterruptException e) {
             // Interrupted while committing (a stop): like a timeout, the commit may have gone through; the stream stops.
             throw new InterruptedException("interrupted while committing a Kafka transaction of " + transactionalId);
@@ -312,6 +313,7 @@ public final class TransactionalPublisher implements EventSink {
                         + "resumes from the position committed last", e);
             }
             inTransaction = false;
+            listener.kafkaTransaction(false);
         }
         LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", pending.size());
         failed = null;

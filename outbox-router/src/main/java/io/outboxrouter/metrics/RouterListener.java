@@ -31,6 +31,10 @@ public interface RouterListener {
     default void batchPublished(int records, Duration took) {
     }
 
+    /** Exactly-once: a Kafka transaction was committed, or aborted (to be sent again in a new one, or on a stop). */
+    default void kafkaTransaction(boolean committed) {
+    }
+
     /** A failed attempt is retried with backoff; {@code operation} is a short fixed name such as {@code kafka_publish}. */
     default void retrying(String operation, Throwable cause) {
     }

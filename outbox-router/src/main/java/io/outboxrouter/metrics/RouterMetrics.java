@@ -169,6 +169,12 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     }
 
     @Override
+    public void kafkaTransaction(boolean committed) {
+        Counter.builder("outbox.router.kafka.transactions").description("exactly-once: Kafka transactions, by outcome")
+                .tag("outcome", committed ? "committed" : "aborted").register(registry).increment();
+    }
+
+    @Override
     public void retrying(String operation, Throwable cause) {
         retries.computeIfAbsent(operation, op -> {
             var count = new AtomicLong();
@@ -193,6 +199,12 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
 
     public long skippedTotal() {
         return shards.isEmpty() ? count("outbox.router.skipped") : shards.stream().mapToLong(RouterMetrics::skippedTotal).sum();
+    }
+
+    /** Exactly-once: Kafka transactions aborted (each sent again in a new one, or dropped on a stop). */
+    public long kafkaTransactionsAborted() {
+        return shards.isEmpty() ? (long) registry.find("outbox.router.kafka.transactions").tag("outcome", "aborted").counters().stream()
+                .mapToDouble(Counter::count).sum() : shards.stream().mapToLong(RouterMetrics::kafkaTransactionsAborted).sum();
     }
 
     private long count(String counter) {

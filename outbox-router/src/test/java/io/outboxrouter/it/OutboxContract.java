@@ -503,6 +503,9 @@ abstract class OutboxContract {
                         label, written.size(), duplicates, (caughtUp - restarted) / 1_000_000);
                 assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
                 assertOrderPerAggregate(received);
+                if (!extraYaml.isEmpty()) {
+                    assertThat(router.metrics().kafkaTransactionsAborted()).as("the outage failed a transaction, sent again").isPositive();
+                }
                 return duplicates;
             }
         } finally {
