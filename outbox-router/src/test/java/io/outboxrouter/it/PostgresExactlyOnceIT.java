@@ -279,6 +279,35 @@ class PostgresExactlyOnceIT {
         }
     }
 
+    /** {@code run --once} in exactly-once mode: everything committed before the start, committed to Kafka once, then exit 0. */
+    @Test
+    void runOnceCommitsEverythingCommittedBeforeItStartedThenExitsZero() throws Exception {
+        var db = newDatabase("eosonce");
+        String topics = OutboxContract.unique("eosonce");
+        var config = Files.writeString(dir.resolve("once.yml"), OutboxContract.configYaml(db, routerName("eosonce"), topics, 0) + EXACTLY_ONCE);
+        var log = dir.resolve("once.log");
+        try (var kafka = KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            assertThat(RouterProcess.runOnce(config, log, Duration.ofSeconds(120))).as("first run: %s", log).isZero();
+            var expected = new HashSet<UUID>();
+            for (int round = 1; round <= 2; round++) {
+                for (int i = 0; i < 60; i++) {
+                    var e = TestEvent.of("Order", "o-" + (i % 6), (round - 1) * 10 + i / 6 + 1);
+                    db.insert(c, e);
+                    if (i % 3 == 2) {
+                        c.commit();
+                    }
+                    expected.add(e.id());
+                }
+                c.commit();
+                assertThat(RouterProcess.runOnce(config, log, Duration.ofSeconds(120))).as("run %d", round).isZero();
+                kafka.awaitIds(expected, Duration.ofSeconds(10)); // committed before the exit
+            }
+            var received = kafka.settle(Duration.ofSeconds(1));
+            assertThat(received).as("each of the 120 events exactly once").hasSize(120);
+            OutboxContract.assertOrderPerAggregate(received);
+        }
+    }
+
     /** {@code offsets show} prints the committed position beside the table's; {@code offsets reset --yes} forgets both. */
     @Test
     void offsetsShowAndResetCoverTheOffsetsTopic() throws Exception {
