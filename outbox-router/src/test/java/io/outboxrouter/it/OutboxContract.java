@@ -411,9 +411,10 @@ abstract class OutboxContract {
         var written = java.util.Collections.synchronizedSet(new HashSet<UUID>());
         var stopLoad = new AtomicBoolean();
         ExecutorService load = Executors.newSingleThreadExecutor();
+        RouterProcess router = null;
         try (var kafka = exactlyOnce ? KafkaEvents.readCommitted(kafka(), topics + "\\..*") : new KafkaEvents(kafka(), topics + "\\..*")) {
             // The first start creates the slot: rows committed before it are, by design, not published.
-            var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
+            router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
             Future<?> writer = load.submit(() -> {
                 writeMixedLoad(db, written, stopLoad, new Random(seed));
                 return null;
@@ -424,7 +425,8 @@ abstract class OutboxContract {
                 router.kill();
                 System.out.printf("%s test: SIGKILL %d of %d with %d events written%n", label, kill, kills, written.size());
                 Thread.sleep(random.nextInt(1_000));
-                router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90));
+                router = RouterProcess.start(config, port, log);
+                router.awaitReady(Duration.ofSeconds(90));
             }
             Thread.sleep(1_000);
             stopLoad.set(true);
@@ -442,6 +444,9 @@ abstract class OutboxContract {
         } finally {
             stopLoad.set(true);
             load.shutdownNow();
+            if (router != null) {
+                router.close(); // a failed run must not leave a router process behind
+            }
         }
     }
 

@@ -49,6 +49,8 @@ final class RouterProcess implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();
+        // A test that fails between start and close must not leave a router running after the test JVM.
+        Runtime.getRuntime().addShutdownHook(new Thread(process::destroyForcibly));
         return new RouterProcess(process, log, httpPort);
     }
 
