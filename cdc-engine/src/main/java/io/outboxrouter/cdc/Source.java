@@ -96,11 +96,13 @@ public sealed interface Source permits PostgresSource, BinlogSource {
 
     /**
      * Forgets the router's position on purpose ({@code offsets reset}, {@code run --accept-gap}): the next start begins
-     * afresh, as {@code source.snapshot} says, and is not refused for the missing position.
+     * afresh, as {@code source.snapshot} says, and is not refused for the missing position. The table says it is the
+     * authoritative copy, so that an exactly-once start corrects its offsets topic rather than take the forgotten position back.
      */
     default void resetPosition(OffsetTable table, String routerName) {
         table.delete(routerName);
-        table.write(routerName, Map.of(OffsetTable.STATE_KEY, OffsetTable.RESET));
+        // The table is then the position: an exactly-once router's offsets topic still holds the forgotten one.
+        table.write(routerName, Map.of(OffsetTable.STATE_KEY, OffsetTable.RESET, OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE));
     }
 
     /** The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch. */

@@ -122,7 +122,7 @@ final class SourceStream implements AutoCloseable {
             } else {
                 // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
                 try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-                    if (table.authority(config.name()).filter(OffsetTable.TOPIC::equals).isPresent()) { // after an exactly-once run
+                    if (table.authority(config.name()).filter(OffsetTable.TABLE::equals).isEmpty()) { // once, or after exactly-once
                         table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                     }
                 }
@@ -163,8 +163,15 @@ final class SourceStream implements AutoCloseable {
             try {
                 transactional.activate();
                 int shards = config.source().postgres().shards();
-                int partition = OffsetsTopic.partitionOf(config.shard().map(io.outboxrouter.config.Shard::index).orElse(0),
-                        topic.ensureExists(shards));
+                int partitions = topic.ensureExists(shards);
+                if (partitions < shards) {
+                    // A read_committed reader stops at another shard's open transaction: a shard sharing a partition could
+                    // read a stale position of its own and resume from it.
+                    throw new IllegalStateException("the offsets topic " + topic.name() + " has " + partitions + " partition(s), fewer "
+                            + "than the " + shards + " shards: each shard needs its own. Fix: kafka-topics.sh --alter --topic "
+                            + topic.name() + " --partitions " + shards + " (or set kafka.offsets-topic to a new topic)");
+                }
+                int partition = OffsetsTopic.partitionOf(config.shard().map(io.outboxrouter.config.Shard::index).orElse(0), partitions);
                 transactional.useOffsetsPartition(partition);
                 var committed = topic.read(config.name(), partition);
                 var toTopic = CommittedPosition.reconcile(config, topic.name(), committed, fence);

@@ -167,17 +167,23 @@ final class CheckCommand implements Callable<Integer> {
         try {
             var policy = admin.describeConfigs(List.of(resource)).all().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
                     .get(resource).get(TopicConfig.CLEANUP_POLICY_CONFIG);
-            if (policy != null && policy.value().contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
-                checks.add(Check.pass("offsets topic", topic + " exists, compacted"));
-            } else {
+            int shards = c.source().postgres().shards();
+            int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+                    .get(topic).partitions().size();
+            if (policy == null || !policy.value().contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
                 checks.add(Check.fail("offsets topic", topic + " has cleanup.policy=" + (policy == null ? "?" : policy.value())
                         + ": retention would delete the router's position", "kafka-configs.sh --alter --entity-type topics --entity-name "
                         + topic + " --add-config cleanup.policy=compact (or set kafka.offsets-topic to another topic)"));
+            } else if (partitions < shards) {
+                checks.add(Check.fail("offsets topic", topic + " has " + partitions + " partition(s), fewer than the " + shards
+                        + " shards: each shard needs its own", "kafka-topics.sh --alter --topic " + topic + " --partitions " + shards));
+            } else {
+                checks.add(Check.pass("offsets topic", topic + " exists, compacted, " + partitions + " partition(s)"));
             }
         } catch (java.util.concurrent.ExecutionException e) {
             if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-                checks.add(Check.pass("offsets topic", topic + " will be created at first start (one partition, cleanup.policy=compact; "
-                        + "the router's principal needs CREATE on it, or create it so)"));
+                checks.add(Check.pass("offsets topic", topic + " will be created at first start (cleanup.policy=compact, a partition "
+                        + "per shard; the router's principal needs CREATE on it, or create it so)"));
             } else {
                 throw e;
             }

@@ -97,7 +97,7 @@ final class OffsetsCommand {
         for (var stream : c.shardConfigs()) {
             Map<String, String> committed;
             try {
-                committed = topic.read(stream.name(), null);
+                committed = topic.readStream(stream.name(), shardIndex(stream));
             } catch (RuntimeException e) {
                 System.out.println("router " + stream.name() + ": cannot read the offsets topic " + topic.name() + ": " + e.getMessage());
                 continue;
@@ -220,7 +220,8 @@ final class OffsetsCommand {
                         table.read(stream.name()).keySet().forEach(k -> forgotten.put(k, null));
                         int stored = forgotten.size();
                         if (stream.kafka().exactlyOnce()) {
-                            new OffsetsTopic(stream.kafka()).read(stream.name(), null).keySet().forEach(k -> forgotten.put(k, null));
+                            new OffsetsTopic(stream.kafka()).readStream(stream.name(), shardIndex(stream)).keySet()
+                                    .forEach(k -> forgotten.put(k, null));
                         }
                         writeCommitted(stream, forgotten);
                         Source.of(stream).resetPosition(table, stream.name());

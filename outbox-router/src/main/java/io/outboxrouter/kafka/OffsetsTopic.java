@@ -89,10 +89,33 @@ public final class OffsetsTopic {
         }
     }
 
+    /** How many partitions the topic has; 0 when it does not exist. */
+    public int partitions() {
+        var props = new Properties();
+        clientConfig.forEach((k, v) -> {
+            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
+                props.put(k, v);
+            }
+        });
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            return consumer.partitionsFor(topic, TIMEOUT).size();
+        } catch (UnknownTopicOrPartitionException e) {
+            return 0;
+        }
+    }
+
+    /** The positions a stream has in this topic, read from its own partition ({@link #partitionOf}). */
+    public Map<String, String> readStream(String streamName, int shardIndex) {
+        int partitions = partitions();
+        return partitions == 0 ? Map.of() : read(streamName, partitionOf(shardIndex, partitions));
+    }
+
     /**
      * The partition a stream commits its positions to: the shard's index (0 for a router without shards), modulo the
      * topic's partitions. A read_committed reader stops at the first open transaction of its partition, so a stream
-     * that shares one with another (a topic made smaller than the number of shards) can be held up by its commits.
+     * that shared one with another could read a stale position: the router refuses a topic with fewer partitions than
+     * shards.
      */
     public static int partitionOf(int shardIndex, int partitions) {
         return Math.floorMod(shardIndex, Math.max(partitions, 1));

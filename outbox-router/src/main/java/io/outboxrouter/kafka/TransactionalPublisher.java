@@ -235,8 +235,10 @@ public final class TransactionalPublisher implements EventSink {
         retry.call("commit a Kafka transaction of " + pending.size() + " records", TransactionalPublisher::isRetryable, LOG,
                 (operation, attempt, cause) -> {
                     listener.retrying("kafka_publish", cause);
-                    LOG.warn("The Kafka transaction of {} has been open for {} s (transaction.timeout.ms ends it on the broker)",
-                            transactionalId, (System.nanoTime() - transactionStarted) / 1_000_000_000);
+                    if (inTransaction) {
+                        LOG.warn("The Kafka transaction of {} has been open for {} s (transaction.timeout.ms ends it on the broker)",
+                                transactionalId, (System.nanoTime() - transactionStarted) / 1_000_000_000);
+                    }
                 }, () -> {
                     attemptCommit(offset);
                     return null;
@@ -267,6 +269,7 @@ public final class TransactionalPublisher implements EventSink {
             throw e; // decided already (aborting the failed transaction was refused): not to be masked by a record's error
         } catch (TimeoutException e) {
             // The commit may have gone through or not: only commitTransaction may be called again, and it is.
+            epochRefusals = 0;
             if (!commitPending) {
                 failed = e;
             }
@@ -274,7 +277,9 @@ public final class TransactionalPublisher implements EventSink {
         } catch (KafkaException e) {
             commitPending = false;
             var cause = classify(firstRecordError().orElse(e));
-            if (causedBy(e, org.apache.kafka.common.errors.InvalidProducerEpochException.class) && ++epochRefusals >= 2) {
+            if (!causedBy(e, org.apache.kafka.common.errors.InvalidProducerEpochException.class)) {
+                epochRefusals = 0; // "in a row": another failure in between (an outage) starts the count again
+            } else if (++epochRefusals >= 2) {
                 cause = fenced(e);
             }
             if (!(cause instanceof FencedOutException)) {

@@ -279,6 +279,25 @@ class PostgresExactlyOnceIT {
         }
     }
 
+    /** A shard sharing a partition of the offsets topic could read a stale position: refused, with the fix. */
+    @Test
+    void anOffsetsTopicWithFewerPartitionsThanShardsIsRefusedWithTheFix() throws Exception {
+        var db = newDatabase("eosparts");
+        String name = routerName("eosparts");
+        String topic = OutboxContract.unique("eosparts-offsets");
+        try (var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()))) {
+            admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic(topic, 1, (short) 1)
+                    .configs(Map.of("cleanup.policy", "compact")))).all().get();
+        }
+        String yaml = OutboxContract.configYaml(db, name, OutboxContract.unique("eosparts"), 0)
+                .replace("  tables: [public.outbox, public.outbox_binary]\n", "  tables: [public.outbox]\n  postgres: { shards: 2 }\n")
+                .replace("  bootstrap-servers: " + OutboxContract.kafka() + "\n", "  bootstrap-servers: " + OutboxContract.kafka()
+                        + "\n  offsets-topic: " + topic + "\n") + EXACTLY_ONCE;
+        assertThatThrownBy(() -> Router.start(RouterConfigLoader.parse(yaml, Map.of())).close())
+                .hasMessageContaining("the offsets topic " + topic + " has 1 partition(s), fewer than the 2 shards")
+                .hasMessageContaining("kafka-topics.sh --alter --topic " + topic + " --partitions 2");
+    }
+
     /** {@code run --once} in exactly-once mode: everything committed before the start, committed to Kafka once, then exit 0. */
     @Test
     void runOnceCommitsEverythingCommittedBeforeItStartedThenExitsZero() throws Exception {
