@@ -113,6 +113,11 @@ public final class KafkaPublisher implements EventSink {
 
     @Override
     public Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
+        return refusesForSize(record, maxRequestBytes);
+    }
+
+    /** Why a producer with this {@code max.request.size} refuses the record, estimated before sending; empty when it fits. */
+    static Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record, int maxRequestBytes) {
         long size = RECORD_OVERHEAD_BYTES + length(record.key()) + length(record.value());
         for (var h : record.headers()) {
             size += h.key().getBytes(StandardCharsets.UTF_8).length + length(h.value()) + 10;
@@ -210,17 +215,8 @@ public final class KafkaPublisher implements EventSink {
     private List<Refused> sendAndAwait(List<ProducerRecord<byte[], byte[]>> records, List<Integer> indexes, boolean[] sent) throws Exception {
         var acks = new ArrayList<CompletableFuture<RecordMetadata>>(indexes.size());
         for (int i : indexes) {
-            var ack = new CompletableFuture<RecordMetadata>();
-            // Never throw from the callback (it runs on the producer's I/O thread): complete the future instead.
-            producer.send(records.get(i), (metadata, error) -> {
-                if (error == null) {
-                    ack.complete(metadata);
-                } else {
-                    ack.completeExceptionally(error);
-                }
-            });
+            acks.add(send(producer, records.get(i)));
             sent[i] = true;
-            acks.add(ack);
         }
         producer.flush();
         var refused = new ArrayList<Refused>();
@@ -246,6 +242,19 @@ public final class KafkaPublisher implements EventSink {
             throw unwritable(errorsByTopic, failure); // the batch is sent again, whole and in order, unless it never can be
         }
         return refused;
+    }
+
+    /** Sends one record; its acknowledgement (or error) completes the future, never thrown on the producer's I/O thread. */
+    static CompletableFuture<RecordMetadata> send(Producer<byte[], byte[]> producer, ProducerRecord<byte[], byte[]> record) {
+        var ack = new CompletableFuture<RecordMetadata>();
+        producer.send(record, (metadata, error) -> {
+            if (error == null) {
+                ack.complete(metadata);
+            } else {
+                ack.completeExceptionally(error);
+            }
+        });
+        return ack;
     }
 
     /** The failure to report: a topic that can never be written, named with its fix, or the first error (an outage). */

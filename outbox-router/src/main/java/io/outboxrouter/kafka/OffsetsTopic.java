@@ -91,14 +91,7 @@ public final class OffsetsTopic {
 
     /** How many partitions the topic has; 0 when it does not exist. */
     public int partitions() {
-        var props = new Properties();
-        clientConfig.forEach((k, v) -> {
-            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
-                props.put(k, v);
-            }
-        });
-        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
-        try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (var consumer = consumer()) {
             return consumer.partitionsFor(topic, TIMEOUT).size();
         } catch (UnknownTopicOrPartitionException e) {
             return 0;
@@ -132,18 +125,8 @@ public final class OffsetsTopic {
 
     /** As {@link #read(String)}, from one partition only (the stream's, {@link #partitionOf}), or every one when null. */
     public Map<String, String> read(String streamName, Integer partition) {
-        var props = new Properties();
-        clientConfig.forEach((k, v) -> {
-            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
-                props.put(k, v);
-            }
-        });
-        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-offsets-" + UUID.randomUUID());
         var positions = new LinkedHashMap<String, String>();
-        try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (var consumer = consumer()) {
             var partitions = consumer.partitionsFor(topic, TIMEOUT).stream()
                     .filter(p -> partition == null || p.partition() == partition)
                     .map(p -> new TopicPartition(p.topic(), p.partition())).toList();
@@ -197,6 +180,21 @@ public final class OffsetsTopic {
             }
             producer.commitTransaction();
         }
+    }
+
+    /** A consumer of the router's security settings that reads committed transactions only and creates no topic. */
+    private KafkaConsumer<byte[], byte[]> consumer() {
+        var props = new Properties();
+        clientConfig.forEach((k, v) -> {
+            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
+                props.put(k, v);
+            }
+        });
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-offsets-" + UUID.randomUUID());
+        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
     private Map<String, Object> adminConfig() {

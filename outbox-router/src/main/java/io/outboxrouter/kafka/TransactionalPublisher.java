@@ -48,7 +48,6 @@ public final class TransactionalPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionalPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
     private static final String DEFAULT_MAX_REQUEST = "1048576";
-    private static final int RECORD_OVERHEAD_BYTES = 128;
 
     /** This process no longer owns the stream's transactional id: another one started it, or its transaction timed out. */
     public static final class FencedOutException extends KafkaException {
@@ -82,7 +81,7 @@ public final class TransactionalPublisher implements EventSink {
     private boolean commitPending;
     /** The records of the open transaction, in send order, with the acknowledgement of each. */
     private final List<ProducerRecord<byte[], byte[]>> pending = new ArrayList<>();
-    private final List<CompletableFuture<Void>> acks = new ArrayList<>();
+    private final List<CompletableFuture<?>> acks = new ArrayList<>();
 
     /**
      * @param streamName the stream (router or shard) name: the engine name in the offsets topic's keys, and its
@@ -186,16 +185,7 @@ public final class TransactionalPublisher implements EventSink {
 
     @Override
     public Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
-        long size = RECORD_OVERHEAD_BYTES + length(record.key()) + length(record.value());
-        for (var h : record.headers()) {
-            size += h.key().getBytes(StandardCharsets.UTF_8).length + length(h.value()) + 10;
-        }
-        return size <= maxRequestBytes ? Optional.empty() : Optional.of("the record is about " + size + " bytes, more than the producer's "
-                + "max.request.size (" + maxRequestBytes + ")");
-    }
-
-    private static int length(byte[] b) {
-        return b == null ? 0 : b.length;
+        return KafkaPublisher.refusesForSize(record, maxRequestBytes);
     }
 
     /**
@@ -337,17 +327,8 @@ public final class TransactionalPublisher implements EventSink {
         }
     }
 
-    private CompletableFuture<Void> sendOne(ProducerRecord<byte[], byte[]> record) {
-        var ack = new CompletableFuture<Void>();
-        // Never throw from the callback (it runs on the producer's I/O thread): complete the future instead.
-        producer.send(record, (metadata, error) -> {
-            if (error == null) {
-                ack.complete(null);
-            } else {
-                ack.completeExceptionally(error);
-            }
-        });
-        return ack;
+    private CompletableFuture<?> sendOne(ProducerRecord<byte[], byte[]> record) {
+        return KafkaPublisher.send(producer, record);
     }
 
     /** The first error of a record of the open transaction: why the commit failed, more precisely than the commit says. */
