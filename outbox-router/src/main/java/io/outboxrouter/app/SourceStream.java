@@ -113,18 +113,15 @@ final class SourceStream implements AutoCloseable {
         @Override
         public void activated(RouterLock lock) {
             long fence;
+            // One connection pool for everything this activation reads and writes in the table before the engine starts.
             try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
                 table.createIfMissing();
                 fence = table.nextFence(config.name());
-            }
-            if (config.kafka().exactlyOnce()) {
-                resumeFromCommitted(fence);
-            } else {
-                // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
-                try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-                    if (table.authority(config.name()).filter(OffsetTable.TABLE::equals).isEmpty()) { // once, or after exactly-once
-                        table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
-                    }
+                if (config.kafka().exactlyOnce()) {
+                    resumeFromCommitted(table, fence);
+                } else if (table.authority(config.name()).filter(OffsetTable.TABLE::equals).isEmpty()) { // once, or after exactly-once
+                    // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
+                    table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
             }
             // --accept-gap is for the start it was given to, not for a later take-over.
@@ -151,7 +148,7 @@ final class SourceStream implements AutoCloseable {
          * made to agree (the topic's position wins, unless an at-least-once run or an operator wrote the table since),
          * and the engine resumes from there.
          */
-        private void resumeFromCommitted(long fence) {
+        private void resumeFromCommitted(OffsetTable table, long fence) {
             var previous = sink;
             if (previous != null) {
                 previous.close(); // a batch of the previous activation still under way fails, and cannot touch the new one
@@ -174,13 +171,11 @@ final class SourceStream implements AutoCloseable {
                 int partition = OffsetsTopic.partitionOf(config.shard().map(io.outboxrouter.config.Shard::index).orElse(0), partitions);
                 transactional.useOffsetsPartition(partition);
                 var committed = topic.read(config.name(), partition);
-                var toTopic = CommittedPosition.reconcile(config, topic.name(), committed, fence);
+                var toTopic = CommittedPosition.reconcile(config, table, topic.name(), committed, fence);
                 if (!toTopic.isEmpty()) {
                     transactional.commitPositions(toTopic);
                 }
-                try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-                    table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TOPIC), fence);
-                }
+                table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TOPIC), fence);
                 LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {} (partition {})", config.name(),
                         transactional.transactionalId(), topic.name(), partition);
             } catch (InterruptedException e) {
