@@ -10,7 +10,8 @@ import java.util.Map;
  * {@code String} (text, json, jsonb, uuid, numerics, timestamps as ISO-8601), {@code byte[]} (bytea, blobs),
  * {@code Long}/{@code Integer}/{@code Short}/{@code Double}/{@code Float}/{@code Boolean}, or null.
  *
- * @param table      schema-qualified table name, e.g. {@code public.outbox}
+ * @param table      schema-qualified table name, e.g. {@code public.outbox}; for a logical decoding message
+ *                   {@link #messageSource(String) message:<prefix>}
  * @param row        the row after the change (before it, for a delete); column order as in the table
  * @param position   the source position, readable by people, e.g. {@code lsn:0/1A2B3C8}
  * @param commitTime when the source transaction committed; null when the source does not say
@@ -22,7 +23,27 @@ public record ChangeEvent(String table, Operation operation, Map<String, Object>
         /** A row read by an initial snapshot: treated like an insert. */
         SNAPSHOT,
         UPDATE,
-        DELETE
+        DELETE,
+        /**
+         * A transactional logical decoding message (Postgres {@code pg_logical_emit_message(true, ...)}): committed with its
+         * transaction, delivered in its place. The row holds {@link #MESSAGE_PREFIX} and {@link #MESSAGE_CONTENT} (bytes).
+         */
+        MESSAGE,
+        /** A logical decoding message written outside any transaction: not atomic with the business transaction. */
+        NON_TRANSACTIONAL_MESSAGE;
+
+        public boolean isMessage() {
+            return this == MESSAGE || this == NON_TRANSACTIONAL_MESSAGE;
+        }
+    }
+
+    /** A message's row: its prefix (text) and content (bytes, as written). */
+    public static final String MESSAGE_PREFIX = "prefix";
+    public static final String MESSAGE_CONTENT = "content";
+
+    /** What a logical decoding message names in place of a table: {@code message:<prefix>}. */
+    public static String messageSource(String prefix) {
+        return "message:" + prefix;
     }
 
     public ChangeEvent {

@@ -64,12 +64,16 @@ final class ChangeRecords {
             case "r" -> ChangeEvent.Operation.SNAPSHOT;
             case "u" -> ChangeEvent.Operation.UPDATE;
             case "d" -> ChangeEvent.Operation.DELETE;
-            default -> null; // truncate, logical decoding messages
+            case "m" -> ChangeEvent.Operation.MESSAGE;
+            default -> null; // truncate
         };
         if (op == null) {
             return Optional.empty();
         }
         Struct source = (Struct) value.get(e.source());
+        if (op == ChangeEvent.Operation.MESSAGE) {
+            return Optional.ofNullable(message(value, source));
+        }
         Field rowField = op == ChangeEvent.Operation.DELETE ? e.before() : e.after();
         Struct row = rowField == null ? null : (Struct) value.get(rowField);
         var columns = new LinkedHashMap<String, Object>();
@@ -82,6 +86,26 @@ final class ChangeRecords {
         Long tsMs = e.tsMs() == null ? null : (Long) source.get(e.tsMs());
         return Optional.of(new ChangeEvent(table, op, columns, position.apply(source),
                 tsMs == null ? null : Instant.ofEpochMilli(tsMs)));
+    }
+
+    /**
+     * A logical decoding message: prefix and content. One written outside a transaction has no transaction id (Debezium
+     * clears it), whatever transaction the router saw last.
+     */
+    private ChangeEvent message(Struct value, Struct source) {
+        if (value.schema().field("message") == null || !(value.get("message") instanceof Struct message)) {
+            return null;
+        }
+        String prefix = message.getString(ChangeEvent.MESSAGE_PREFIX);
+        Object content = plain(message.schema().field(ChangeEvent.MESSAGE_CONTENT).schema(), message.get(ChangeEvent.MESSAGE_CONTENT));
+        var row = new LinkedHashMap<String, Object>();
+        row.put(ChangeEvent.MESSAGE_PREFIX, prefix);
+        row.put(ChangeEvent.MESSAGE_CONTENT, content);
+        boolean transactional = source.schema().field("txId") != null && source.get("txId") != null;
+        Long tsMs = source.schema().field("ts_ms") == null ? null : source.getInt64("ts_ms");
+        return new ChangeEvent(ChangeEvent.messageSource(prefix),
+                transactional ? ChangeEvent.Operation.MESSAGE : ChangeEvent.Operation.NON_TRANSACTIONAL_MESSAGE, row,
+                position.apply(source), tsMs == null ? null : Instant.ofEpochMilli(tsMs));
     }
 
     private Object lastNamespace;

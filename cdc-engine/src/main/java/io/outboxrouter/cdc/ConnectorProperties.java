@@ -10,6 +10,8 @@ import java.util.regex.Pattern;
 
 /** The Debezium engine and connector properties for a router: the common ones here, each source kind's from its {@link Source}. */
 final class ConnectorProperties {
+    /** A table include list that matches no table. */
+    static final String NO_TABLE = "outbox_router_no_table\\.none";
     private ConnectorProperties() {
     }
 
@@ -35,8 +37,11 @@ final class ConnectorProperties {
         p.setProperty("database.port", Integer.toString(address.port()));
         p.setProperty("database.user", source.connection().user());
         p.setProperty("database.password", source.connection().password().reveal());
-        p.setProperty("table.include.list", String.join(",", source.tables().stream().map(ConnectorProperties::regex).toList()));
-        p.setProperty("column.include.list", columnIncludeList(config));
+        // No outbox table (a tableless outbox of logical decoding messages): an include list that matches no table, since an
+        // empty one means every table (whose schemas the connector would load, and snapshot).
+        p.setProperty("table.include.list", source.tables().isEmpty() ? NO_TABLE
+                : String.join(",", source.tables().stream().map(ConnectorProperties::regex).toList()));
+        p.setProperty("column.include.list", source.tables().isEmpty() ? NO_TABLE + "\\..+" : columnIncludeList(config));
         kind.addConnectorProperties(p);
         p.setProperty("poll.interval.ms", Long.toString(source.pollInterval().toMillis()));
         p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));

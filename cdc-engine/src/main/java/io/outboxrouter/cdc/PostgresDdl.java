@@ -27,6 +27,10 @@ public final class PostgresDdl {
      * @param viaRoot whether a partitioned table's changes are published under its own name, not its partitions' (Postgres 13+)
      */
     public static String createPublication(String publication, List<String> tables, boolean viaRoot) {
+        if (tables.isEmpty()) {
+            // A tableless outbox: pgoutput needs a publication, and logical decoding messages pass whatever it publishes.
+            return "CREATE PUBLICATION " + publication;
+        }
         return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables)
                 + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
     }

@@ -106,6 +106,9 @@ final class PostgresPreflight {
                 }
             }
             checks.add(layoutCheck(c, source.postgres()));
+            if (source.postgres().messages()) {
+                checks.add(messagesCheck(c, source.postgres().messagePrefix()));
+            }
             if (source.postgres().shard() == null) {
                 checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
             } else {
@@ -115,6 +118,15 @@ final class PostgresPreflight {
             checks.add(Check.connectionFailed(conn.url(), e));
         }
         return checks;
+    }
+
+    /** pgoutput carries logical decoding messages from Postgres 14 on. */
+    private static Check messagesCheck(Connection c, String prefix) throws SQLException {
+        int version = Integer.parseInt(scalar(c, "SHOW server_version_num"));
+        return version >= 140000 ? Check.pass("messages", "logical decoding messages with prefix " + prefix + " are routed")
+                : Check.fail("messages", "logical decoding messages reach the router through pgoutput from Postgres 14 on; this "
+                + "server is " + scalar(c, "SHOW server_version"), "upgrade Postgres, or use an outbox table (remove "
+                + "source.postgres.messages.prefix)");
     }
 
     private static Check slotCheck(Connection c, String slot) throws SQLException {
@@ -217,7 +229,8 @@ final class PostgresPreflight {
                     + "under their own names, which the router does not route", "ALTER PUBLICATION " + publication
                     + " SET (publish_via_partition_root = true)");
         }
-        return missing.isEmpty() ? Check.pass("publication", "publication " + publication + " publishes " + String.join(", ", tables))
+        return missing.isEmpty() ? Check.pass("publication", "publication " + publication + (tables.isEmpty() ? " exists"
+                : " publishes " + String.join(", ", tables)))
                 : Check.fail("publication", "publication " + publication + " exists but does not publish " + String.join(", ", missing),
                 "ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
     }

@@ -69,6 +69,16 @@ final class PostgresSource implements Source {
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
+        if (pg.messages()) {
+            // Messages live in the WAL only: there is nothing to snapshot of them.
+            p.setProperty("message.prefix.include.list", pg.messagePrefix().replace(".", "\\."));
+            if (source.tables().isEmpty()) {
+                p.setProperty("snapshot.mode", "no_data");
+            }
+        } else {
+            // Other programs' logical decoding messages are not the router's: not decoded into records at all.
+            p.setProperty("message.prefix.exclude.list", ".*");
+        }
         if (pg.heartbeat()) {
             // The heartbeat row is written through the replication stream like any change, so the slot's confirmed
             // position moves with it; the router routes only outbox tables, so it publishes nothing.
@@ -76,8 +86,13 @@ final class PostgresSource implements Source {
             p.setProperty("heartbeat.action.query", pg.shard() == null ? PostgresDdl.heartbeat(pg.heartbeatTable(), config.name())
                     : PostgresDdl.shardHeartbeat(pg.heartbeatTable(), config.name()));
             String table = ConnectorProperties.regex(pg.heartbeatTable());
-            p.setProperty("table.include.list", p.getProperty("table.include.list") + "," + table);
-            p.setProperty("column.include.list", p.getProperty("column.include.list") + "," + table + "\\..+");
+            if (source.tables().isEmpty()) {
+                p.setProperty("table.include.list", table);
+                p.setProperty("column.include.list", table + "\\..+");
+            } else {
+                p.setProperty("table.include.list", p.getProperty("table.include.list") + "," + table);
+                p.setProperty("column.include.list", p.getProperty("column.include.list") + "," + table + "\\..+");
+            }
         }
         if (!shardFilters.isEmpty()) {
             // A snapshot reads the table itself, not the publication: each shard reads only its rows.

@@ -41,6 +41,9 @@ public final class EffectiveConfig {
             var postgres = map("slot", pg.slot(), "publication", pg.publication(),
                     "heartbeat-interval", Durations.format(pg.heartbeatInterval()), "heartbeat-table", pg.heartbeatTable());
             postgres.put("shards", pg.shards());
+            if (pg.messages()) {
+                postgres.put("messages", map("prefix", pg.messagePrefix()));
+            }
             if (pg.runs().size() < pg.shards()) {
                 postgres.put("shard", pg.runs().get(0) + "/" + pg.shards());
             }

@@ -45,6 +45,7 @@ public final class RouterConfigLoader {
     private static final Pattern SHARD_NAME = Pattern.compile("-shard-\\d+-of-\\d+$");
     private static final Pattern SHARD_SUFFIX = Pattern.compile("_shard_\\d+_of_\\d+$");
     private static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
+    private static final Pattern MESSAGE_PREFIX = Pattern.compile("[A-Za-z0-9_.:/-]{1,64}");
     private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
     private static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
@@ -137,10 +138,23 @@ public final class RouterConfigLoader {
         String user = n.requiredString("user", kind.isBinlog()
                 ? "a user with REPLICATION SLAVE, REPLICATION CLIENT and SELECT" : "a role with REPLICATION LOGIN");
         var password = n.secret("password").orElse(Secret.of(""));
-        var defaultTables = kind.isBinlog() && address != null ? List.of(address.database() + ".outbox") : List.of("public.outbox");
+        var pg = n.child("postgres");
+        var messages = pg.child("messages");
+        String messagePrefix = messages.optionalString("prefix").orElse(null);
+        if (messagePrefix != null && !MESSAGE_PREFIX.matcher(messagePrefix).matches()) {
+            messages.problem(messages.key("prefix"), "must be 1 to 64 letters, digits or any of _.:/- (was \"" + messagePrefix + "\")");
+        }
+        if (messagePrefix != null && kind.isBinlog()) {
+            messages.problem(messages.key("prefix"), "logical decoding messages are Postgres's (pg_logical_emit_message); a "
+                    + ConfigNode.lower(kind) + " source has none (remove it)");
+        }
+        // With messages, the outbox tables are optional: a tableless outbox names none.
+        var defaultTables = messagePrefix != null ? List.<String>of()
+                : kind.isBinlog() && address != null ? List.of(address.database() + ".outbox") : List.of("public.outbox");
         var tables = n.stringList("tables", defaultTables);
-        if (tables.isEmpty()) {
-            n.problem(n.key("tables"), "must name at least one outbox table");
+        if (tables.isEmpty() && messagePrefix == null) {
+            n.problem(n.key("tables"), "must name at least one outbox table (or, on Postgres, set source.postgres.messages.prefix "
+                    + "for a tableless outbox)");
         }
         for (String t : tables) {
             if (!QUALIFIED_TABLE.matcher(t).matches()) {
@@ -148,7 +162,6 @@ public final class RouterConfigLoader {
                         + " (was \"" + t + "\")");
             }
         }
-        var pg = n.child("postgres");
         String defaultName = routerName.replaceAll("[^a-z0-9_]", "_");
         String slot = pg.string("slot", defaultName);
         if (!SLOT_NAME.matcher(slot).matches()) {
@@ -192,6 +205,12 @@ public final class RouterConfigLoader {
                 pg.problem(key, "shards split a Postgres outbox over several replication slots; a " + ConfigNode.lower(kind)
                         + " source reads one binlog stream (remove it)");
             }
+            if (messagePrefix != null) {
+                // A publication's row filter splits table rows; every slot receives every logical decoding message.
+                pg.problem(key, "shards split outbox tables by a publication row filter, which logical decoding messages do not "
+                        + "pass through (every shard would receive every message): run messages unsharded (remove it, or "
+                        + "source.postgres.messages.prefix)");
+            }
             var longest = List.of(Shard.routerName(routerName, count - 1, count), slot + Shard.suffix(count - 1, count),
                     publication + Shard.suffix(count - 1, count));
             if (longest.stream().anyMatch(l -> l.length() > 63)) {
@@ -210,7 +229,7 @@ public final class RouterConfigLoader {
         }
         int batch = n.integer("max-batch-size", 2048, 1, 65536);
         return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication, heartbeat, heartbeatTable, count, runs, null),
+                new PostgresSource(slot, publication, heartbeat, heartbeatTable, count, runs, null, messagePrefix),
                 new BinlogSource(serverId), snapshot, poll, batch);
     }
 

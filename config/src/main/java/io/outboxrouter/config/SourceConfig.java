@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * The database whose outbox table(s) the router streams.
  *
- * @param tables       schema-qualified outbox tables, e.g. {@code public.outbox}
+ * @param tables       schema-qualified outbox tables, e.g. {@code public.outbox}; empty for a Postgres source that routes
+ *                     logical decoding messages only
  * @param pollInterval how long the connector waits for more changes before handing over a batch
  */
 public record SourceConfig(
@@ -39,15 +40,22 @@ public record SourceConfig(
      * @param runs              the shards this process runs: all, or one ({@code source.postgres.shard: i/N})
      * @param shard             set in a shard's own configuration ({@link RouterConfig#shardConfigs()}), whose slot and
      *                          publication are that shard's; null otherwise
+     * @param messagePrefix     route transactional logical decoding messages with this prefix
+     *                          ({@code source.postgres.messages.prefix}); null: none
      */
     public record PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable,
-                                 int shards, List<Integer> runs, Shard shard) {
+                                 int shards, List<Integer> runs, Shard shard, String messagePrefix) {
         public PostgresSource {
             runs = List.copyOf(runs);
         }
 
         public PostgresSource(String slot, String publication, Duration heartbeatInterval, String heartbeatTable) {
-            this(slot, publication, heartbeatInterval, heartbeatTable, 1, List.of(0), null);
+            this(slot, publication, heartbeatInterval, heartbeatTable, 1, List.of(0), null, null);
+        }
+
+        /** Whether the router routes logical decoding messages (a tableless outbox). */
+        public boolean messages() {
+            return messagePrefix != null;
         }
 
         public boolean heartbeat() {
@@ -62,7 +70,7 @@ public record SourceConfig(
         /** The settings of one shard: its own slot and publication. */
         PostgresSource forShard(Shard s) {
             return new PostgresSource(slot + s.suffix(), publication + s.suffix(), heartbeatInterval, heartbeatTable, shards,
-                    List.of(s.index()), s);
+                    List.of(s.index()), s, messagePrefix);
         }
     }
 

@@ -77,6 +77,34 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void aTablelessOutboxNeedsNoTableAndReadsBackTheSame() {
+        String messages = "  password: s3cret-pw\n  postgres:\n    messages: { prefix: outbox }\n";
+        var c = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", messages), Map.of());
+        assertThat(c.source().tables()).isEmpty();
+        assertThat(c.source().postgres().messagePrefix()).isEqualTo("outbox");
+        assertThat(RouterConfigLoader.parse(EffectiveConfig.toYaml(c).replace(Secret.MASK, "s3cret-pw"), Map.of())).isEqualTo(c);
+        var both = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", messages + "  tables: [public.outbox]\n"), Map.of());
+        assertThat(both.source().tables()).containsExactly("public.outbox");
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).source().postgres().messages()).isFalse();
+    }
+
+    @Test
+    void badMessageSettingsNameTheKeyAndTheValue() {
+        String pg = "  password: s3cret-pw\n  postgres:\n";
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    messages: { prefix: \"out box\" }\n")))
+                .containsExactly("source.postgres.messages.prefix: must be 1 to 64 letters, digits or any of _.:/- (was \"out box\")");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    messages: { prefix: outbox }\n    shards: 2\n")))
+                .singleElement().asString().startsWith("source.postgres.shards: shards split outbox tables by a publication row filter");
+        assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mariadb://db:3306/app")
+                .replace("  password: s3cret-pw\n", "  kind: mariadb\n" + pg + "    messages: { prefix: outbox }\n")))
+                .containsExactly("source.postgres.messages.prefix: logical decoding messages are Postgres's (pg_logical_emit_message); "
+                        + "a mariadb source has none (remove it)");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  tables: []\n")))
+                .containsExactly("source.tables: must name at least one outbox table (or, on Postgres, set "
+                        + "source.postgres.messages.prefix for a tableless outbox)");
+    }
+
+    @Test
     void badShardSettingsNameTheKeyAndTheValue() {
         String pg = "  password: s3cret-pw\n  postgres:\n";
         assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shard: 4/4\n")))

@@ -83,7 +83,8 @@ final class SourceStream implements AutoCloseable {
     static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
         var pg = config.source().postgres();
         var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
-        var routing = new OutboxRouting(config.source().tables(), quiet, config.outbox(), config.routing().topic());
+        var routing = new OutboxRouting(config.source().tables(), quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix(),
+                config.outbox(), config.routing().topic());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         return new SourceStream(config, Source.of(config),
                 sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics), metrics,
@@ -138,7 +139,11 @@ final class SourceStream implements AutoCloseable {
                     completion.completeExceptionally(e);
                 }
             });
-            LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), config.source().tables(),
+            var pg = config.source().postgres();
+            String from = config.source().kind().isBinlog() || !pg.messages() ? config.source().tables().toString()
+                    : (config.source().tables().isEmpty() ? "" : config.source().tables() + " and ") + "messages with prefix "
+                    + pg.messagePrefix();
+            LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), from,
                     config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence, healthUrl);
         }
 

@@ -73,6 +73,11 @@ final class ReplayCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
+        if (c.source().tables().isEmpty()) {
+            System.err.println("outbox-router: router " + c.name() + " has no outbox table to replay from: logical decoding "
+                    + "messages (source.postgres.messages.prefix) live only in the WAL and leave nothing to replay");
+            return Main.EXIT_USAGE;
+        }
         for (String column : concat(timeColumn, orderBy)) {
             if (!COLUMN.matcher(column).matches()) {
                 System.err.println("outbox-router: " + (column.equals(timeColumn) ? "--time-column" : "--order-by")

@@ -41,6 +41,9 @@ public final class DeadLetters {
 
     public ProducerRecord<byte[], byte[]> record(RoutingResult.Reject reject) {
         ChangeEvent change = reject.change();
+        if (change.operation().isMessage()) {
+            return message(reject);
+        }
         var row = change.row();
         var headers = new ArrayList<Header>();
         add(headers, HEADER_REASON, reject.reason());
@@ -56,6 +59,30 @@ public final class DeadLetters {
                 payload == null ? null : ColumnValues.bytes(payload), headers);
     }
 
+    /** A logical decoding message's: its content as written, and its prefix in the columns header. */
+    private ProducerRecord<byte[], byte[]> message(RoutingResult.Reject reject) {
+        ChangeEvent change = reject.change();
+        var headers = new ArrayList<Header>();
+        add(headers, HEADER_REASON, reject.reason());
+        add(headers, OutboxRouting.HEADER_POSITION, change.position());
+        add(headers, OutboxRouting.HEADER_TABLE, change.table());
+        add(headers, OutboxRouting.HEADER_COMMIT_TIME, change.commitTime() == null ? null : change.commitTime().toString());
+        var described = new LinkedHashMap<String, Object>();
+        described.put(ChangeEvent.MESSAGE_PREFIX, change.row().get(ChangeEvent.MESSAGE_PREFIX));
+        described.put("transactional", change.operation() == ChangeEvent.Operation.MESSAGE);
+        add(headers, HEADER_COLUMNS, json(described));
+        Object content = change.row().get(ChangeEvent.MESSAGE_CONTENT);
+        return new ProducerRecord<>(topic, null, (byte[]) null, content == null ? null : ColumnValues.bytes(content), headers);
+    }
+
+    private static String json(Object value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            return value.toString();
+        }
+    }
+
     private String columnsJson(ChangeEvent change) {
         var out = new LinkedHashMap<String, Object>();
         change.row().forEach((k, v) -> {
@@ -63,11 +90,7 @@ public final class DeadLetters {
                 out.put(k, v instanceof byte[] b ? Base64.getEncoder().encodeToString(b) : v);
             }
         });
-        try {
-            return JSON.writeValueAsString(out);
-        } catch (JsonProcessingException e) {
-            return out.toString();
-        }
+        return json(out);
     }
 
     private static void add(List<Header> headers, String name, String value) {

@@ -34,6 +34,7 @@ public final class OutboxRouting {
     public static final String HEADER_COMMIT_TIME = "source.commit.time";
 
     private final Set<String> outboxTables;
+    private final String messagePrefix;
     private final Set<String> otherTables;
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
@@ -55,6 +56,15 @@ public final class OutboxRouting {
      * @param otherTables  captured tables whose changes publish nothing by design (the heartbeat table)
      */
     public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, OutboxConfig outbox, TopicTemplate topic) {
+        this(outboxTables, otherTables, null, outbox, topic);
+    }
+
+    /**
+     * @param messagePrefix the prefix of the logical decoding messages that are outbox events; null: none are
+     */
+    public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, String messagePrefix, OutboxConfig outbox,
+                         TopicTemplate topic) {
+        this.messagePrefix = messagePrefix;
         this.outboxTables = Set.copyOf(outboxTables);
         this.otherTables = Set.copyOf(otherTables);
         this.columns = outbox.columns();
@@ -65,6 +75,9 @@ public final class OutboxRouting {
     }
 
     public RoutingResult route(ChangeEvent change) {
+        if (change.operation().isMessage()) {
+            return routeMessage(change);
+        }
         if (!outboxTables.contains(change.table())) {
             return otherTables.contains(change.table()) ? new RoutingResult.Ignore(change.table() + " is not an outbox table")
                     : new RoutingResult.Unrouted(change.table());
@@ -84,13 +97,45 @@ public final class OutboxRouting {
                 return reject(change, "missing_column", "column " + column + " named in outbox.headers is missing from table " + change.table());
             }
         }
+        return routeRow(change, row);
+    }
+
+    /**
+     * A logical decoding message with the configured prefix: its content is the event ({@link MessageContent}). One
+     * written outside a transaction is refused: it is not atomic with the business transaction (written even when that
+     * rolls back), so publishing it would break the outbox's promise.
+     */
+    private RoutingResult routeMessage(ChangeEvent change) {
+        Object prefix = change.row().get(ChangeEvent.MESSAGE_PREFIX);
+        if (messagePrefix == null || !messagePrefix.equals(prefix)) {
+            return new RoutingResult.Ignore("logical decoding message with prefix " + prefix + " is not an outbox event");
+        }
+        if (change.operation() == ChangeEvent.Operation.NON_TRANSACTIONAL_MESSAGE) {
+            return reject(change, "non_transactional_message", "logical decoding message written outside a transaction "
+                    + "(pg_logical_emit_message(false, ...)): it is not atomic with the business transaction (it stays written when "
+                    + "that rolls back); write it with pg_logical_emit_message(true, ...) or outbox_emit(...)");
+        }
+        Map<String, Object> row;
+        try {
+            row = MessageContent.parse((byte[]) change.row().get(ChangeEvent.MESSAGE_CONTENT), columns);
+        } catch (MessageContent.Invalid e) {
+            return reject(change, "invalid_message", e.getMessage());
+        }
+        return routeRow(change, row);
+    }
+
+    /** An outbox event's row (a table's, or a message's content read as one): the record, or why not. */
+    private RoutingResult routeRow(ChangeEvent change, Map<String, Object> row) {
+        boolean message = change.operation().isMessage();
         String id = text(row.get(columns.id()));
         if (id == null) {
-            return reject(change, "null_event_id", "event id (column " + columns.id() + ") is null");
+            return reject(change, "null_event_id", message ? "event id (field " + MessageContent.ID + ") is null or missing"
+                    : "event id (column " + columns.id() + ") is null");
         }
         String aggregateId = text(row.get(columns.aggregateId()));
         if (aggregateId == null) {
-            return reject(change, "null_aggregate_id", "aggregate id (column " + columns.aggregateId() + ") is null");
+            return reject(change, "null_aggregate_id", message ? "aggregate id (field " + MessageContent.AGGREGATE_ID
+                    + ") is null or missing" : "aggregate id (column " + columns.aggregateId() + ") is null");
         }
         String aggregateType = text(row.get(columns.aggregateType()));
         String type = text(row.get(columns.type()));
@@ -122,7 +167,8 @@ public final class OutboxRouting {
         if (payload != null && payloadFormat == OutboxConfig.PayloadFormat.JSON) {
             String invalid = JsonCheck.problem(bytes(payload));
             if (invalid != null) {
-                return reject(change, "invalid_json", "payload (column " + columns.payload() + ") is not valid JSON "
+                return reject(change, "invalid_json", "payload (" + (message ? "field " + MessageContent.PAYLOAD : "column "
+                        + columns.payload()) + ") is not valid JSON "
                         + "(outbox.payload-format: json): " + invalid);
             }
         }

@@ -18,7 +18,13 @@ import java.util.Optional;
  * @param role   the user the router connects as
  */
 public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
-                        String publication, String role, Optional<String> heartbeatTable, String routerName, int shards) {
+                        String publication, String role, Optional<String> heartbeatTable, String routerName, int shards,
+                        Optional<String> messagePrefix) {
+
+    public SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
+                     String publication, String role, Optional<String> heartbeatTable, String routerName, int shards) {
+        this(kind, tables, columns, headerColumns, publication, role, heartbeatTable, routerName, shards, Optional.empty());
+    }
 
     /** Not sharded. */
     public SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Columns columns, List<String> headerColumns,
@@ -32,7 +38,37 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
                 pg.publication(), c.source().connection().user(),
                 pg.heartbeat() && !c.source().kind().isBinlog() ? Optional.of(pg.heartbeatTable()) : Optional.empty(), c.name(),
-                c.source().kind().isBinlog() ? 1 : pg.shards());
+                c.source().kind().isBinlog() ? 1 : pg.shards(),
+                c.source().kind().isBinlog() ? Optional.empty() : Optional.ofNullable(pg.messagePrefix()));
+    }
+
+    /**
+     * Postgres, a tableless outbox ({@code source.postgres.messages.prefix}): {@code outbox_emit}, which the application
+     * calls in its business transaction. It writes the event as a transactional logical decoding message, the shape the
+     * router reads, and returns the event id. Empty when messages are off.
+     */
+    public String messagesSql() {
+        if (messagePrefix.isEmpty() || kind != SourceKind.POSTGRES) {
+            return "";
+        }
+        String schema = tables.isEmpty() ? "public" : tables.get(0).substring(0, tables.get(0).indexOf('.'));
+        return "-- The tableless outbox (source.postgres.messages.prefix: " + messagePrefix.get() + ", Postgres 14+): call it in the "
+                + "business transaction,\n"
+                + "--   SELECT " + schema + ".outbox_emit('Order', '42', 'OrderPlaced', '{\"total\": 10}');\n"
+                + "-- The event is written to the WAL only (no row, nothing to clean up) and published when the transaction\n"
+                + "-- commits; nothing if it rolls back. The payload is published byte for byte as passed (json, not jsonb:\n"
+                + "-- pass a jsonb value as value::json). Pass id to choose the event id; it is returned either way.\n"
+                + emitFunction(schema, messagePrefix.get()) + "\n";
+    }
+
+    /** The {@code outbox_emit} function: one transactional message of the shape the router reads. */
+    public static String emitFunction(String schema, String prefix) {
+        return "CREATE OR REPLACE FUNCTION " + schema + ".outbox_emit(aggregatetype text, aggregateid text, type text, payload json,\n"
+                + "    id uuid DEFAULT gen_random_uuid()) RETURNS uuid LANGUAGE sql VOLATILE AS $$\n"
+                + "  SELECT pg_logical_emit_message(true, '" + prefix + "', json_build_object('id', id, 'aggregatetype', aggregatetype,\n"
+                + "    'aggregateid', aggregateid, 'type', type, 'payload', payload)::text);\n"
+                + "  SELECT id;\n"
+                + "$$;";
     }
 
     /** The outbox tables, one CREATE TABLE and one index each. */
@@ -78,6 +114,10 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
                     .append(PostgresDdl.heartbeatTable(t)).append(";\n");
             published.add(t);
         });
+        if (published.isEmpty()) {
+            return sb.append("-- pgoutput needs a publication; logical decoding messages pass through it whatever it publishes.\n")
+                    .append(PostgresDdl.createPublication(publication, published, false)).append(";\n").toString();
+        }
         return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is. For a partitioned outbox\n")
                 .append("-- table, add WITH (publish_via_partition_root = true): its rows then arrive under the table's own name.\n")
                 .append(PostgresDdl.createPublication(publication, published, false)).append(";\n")
@@ -111,12 +151,12 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         if (kind == SourceKind.POSTGRES) {
             var schemas = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
             return "CREATE ROLE " + role + " WITH LOGIN REPLICATION PASSWORD 'change-me';\n"
-                    + "GRANT SELECT ON " + String.join(", ", tables) + " TO " + role + ";\n"
+                    + (tables.isEmpty() ? "" : "GRANT SELECT ON " + String.join(", ", tables) + " TO " + role + ";\n")
                     // the heartbeat row: upserted, or (sharded: publications of inserts only) deleted and inserted
                     + heartbeatTable.map(t -> "GRANT SELECT, INSERT, " + (shards > 1 ? "DELETE" : "UPDATE") + " ON " + t + " TO " + role + ";\n")
                     .orElse("")
                     + "-- The offsets table is created in the first schema of the search path when missing.\n"
-                    + "GRANT CREATE ON SCHEMA " + schemas.get(0) + " TO " + role + ";\n";
+                    + "GRANT CREATE ON SCHEMA " + (schemas.isEmpty() ? "public" : schemas.get(0)) + " TO " + role + ";\n";
         }
         var databases = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
         var sb = new StringBuilder("CREATE USER '" + role + "'@'%' IDENTIFIED BY 'change-me';\n"
@@ -131,7 +171,14 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
     /** Everything, in the order to run it. */
     public String all() {
         var sb = new StringBuilder("-- outbox-router: DDL for ").append(kind.name().toLowerCase()).append("\n\n");
-        sb.append("-- The outbox table(s): the application inserts one row per event, in the same transaction as its state change.\n").append(tablesSql());
+        if (!tables.isEmpty()) {
+            sb.append("-- The outbox table(s): the application inserts one row per event, in the same transaction as its state change.\n")
+                    .append(tablesSql());
+        }
+        String messages = messagesSql();
+        if (!messages.isEmpty()) {
+            sb.append(tables.isEmpty() ? "" : "\n").append(messages);
+        }
         String pub = publicationSql();
         if (!pub.isEmpty()) {
             sb.append("\n").append(pub);

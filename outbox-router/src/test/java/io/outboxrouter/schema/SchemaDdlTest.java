@@ -40,6 +40,16 @@ class SchemaDdlTest {
     }
 
     @Test
+    void aTablelessOutboxGetsTheEmitFunctionAnEmptyPublicationAndNoTableGrants() {
+        var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of(), COLUMNS, List.of(), "orders_pub", "orders_router",
+                java.util.Optional.empty(), "orders-router", 1, java.util.Optional.of("orders")).all();
+        assertThat(ddl).contains("CREATE OR REPLACE FUNCTION public.outbox_emit(aggregatetype text, aggregateid text, type text, payload json,",
+                        "pg_logical_emit_message(true, 'orders', json_build_object('id', id,", "CREATE PUBLICATION orders_pub;",
+                        "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT CREATE ON SCHEMA public TO orders_router;")
+                .doesNotContain("CREATE TABLE", "GRANT SELECT ON");
+    }
+
+    @Test
     void binlogSourcesGetCharIdsAndReplicationGrantsButNoPublication() {
         var ddl = new SchemaDdl(SourceKind.MARIADB, List.of("app.outbox"), OutboxConfig.Columns.DEFAULTS, List.of(), "unused", "router", java.util.Optional.empty()).all();
         assertThat(ddl).contains("id CHAR(36) PRIMARY KEY", "payload JSON",
