@@ -21,16 +21,23 @@ record BinlogPosition(String file, long position) implements Comparable<BinlogPo
         }
     }
 
+    private static final String[] END = {"SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS"};
+    /** The spelling the server understood last time, tried first (retention asks often; a syntax error is logged by the driver). */
+    private static volatile int understood;
+
     /** Where the server will write its next binlog event (the three spellings of MySQL 8.4, MariaDB and older). */
     static BinlogPosition end(JdbcConnection connection) throws SQLException {
         try (var c = connection.open()) {
             SQLException last = null;
-            for (String sql : new String[] {"SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS"}) {
-                try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
+            int first = understood;
+            for (int i = 0; i < END.length; i++) {
+                int which = (first + i) % END.length;
+                try (var st = c.createStatement(); var rs = st.executeQuery(END[which])) {
+                    understood = which;
                     if (rs.next()) {
                         return new BinlogPosition(rs.getString(1), rs.getLong(2));
                     }
-                    throw new SQLException(sql + " returned no row: is log_bin on?");
+                    throw new SQLException(END[which] + " returned no row: is log_bin on?");
                 } catch (SQLSyntaxErrorException e) {
                     last = e;
                 }

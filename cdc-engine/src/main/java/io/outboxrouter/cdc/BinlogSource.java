@@ -11,6 +11,7 @@ import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.SchemaHistoryTable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,11 +39,14 @@ final class BinlogSource implements Source {
 
     @Override
     public List<Check> checks() {
-        return BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config));
+        var checks = new java.util.ArrayList<>(BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config)));
+        checks.addAll(Retention.checks(config, this));
+        return checks;
     }
 
     @Override
     public void prepare() {
+        Retention.refuseUnless(Retention.checks(config, this));
         BinlogPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
@@ -200,6 +204,64 @@ final class BinlogSource implements Source {
     public void resetPosition(OffsetTable table, String routerName) {
         Source.super.resetPosition(table, routerName);
         SchemaHistoryTable.delete(OffsetTableSettings.schemaHistory(config));
+    }
+
+    /**
+     * A consistent snapshot, then the end of the binlog: with the binlog on, a transaction is written to it before the
+     * storage engine commits it, so every transaction visible in the snapshot ends before that position.
+     */
+    @Override
+    public LogMark beginSnapshot(Connection c) throws SQLException {
+        c.setAutoCommit(true);
+        try (var st = c.createStatement()) {
+            st.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+        }
+        var end = BinlogPosition.end(config.source().connection());
+        return new LogMark("binlog " + end.file() + ":" + end.position(), end);
+    }
+
+    @Override
+    public void endSnapshot(Connection c) throws SQLException {
+        try (var st = c.createStatement()) {
+            st.execute("ROLLBACK");
+        }
+    }
+
+    /**
+     * The router's stored position (written only after Kafka acknowledged everything before it, and where a restart
+     * resumes): at or past the mark, every transaction that ended before the mark is published.
+     */
+    @Override
+    public boolean publishedPast(LogMark mark, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
+        String value = stored.get().read(config.name()).values().stream().findFirst().orElse(null);
+        if (value == null) {
+            return false;
+        }
+        try {
+            var offset = JSON.readTree(value);
+            if (!offset.path("file").isTextual() || !offset.path("pos").canConvertToLong()) {
+                return false;
+            }
+            var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
+            return at.compareTo((BinlogPosition) mark.position()) >= 0;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public String olderThan(String column, java.time.Duration age) {
+        return column + " < NOW(6) - INTERVAL " + age.toNanos() / 1000 + " MICROSECOND";
+    }
+
+    @Override
+    public String oldestAgeSeconds(String table, String column) {
+        return "SELECT TIMESTAMPDIFF(MICROSECOND, min(" + column + "), NOW(6)) / 1e6 FROM " + table;
+    }
+
+    @Override
+    public String shortLockWait() {
+        return "SET SESSION innodb_lock_wait_timeout = 3";
     }
 
     private static String storedFile(StoredPosition stored) {

@@ -34,12 +34,15 @@ final class PostgresSource implements Source {
 
     @Override
     public List<Check> checks() {
-        return PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
-                config.outbox().columns().aggregateId());
+        var checks = new ArrayList<>(PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
+                config.outbox().columns().aggregateId()));
+        checks.addAll(Retention.checks(config, this));
+        return checks;
     }
 
     @Override
     public void prepare() {
+        Retention.refuseUnless(Retention.checks(config, this));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 config.outbox().columns().aggregateId());
     }
@@ -248,6 +251,70 @@ final class PostgresSource implements Source {
     static long parseLsn(String text) {
         int slash = text.indexOf('/');
         return (Long.parseLong(text.substring(0, slash), 16) << 32) | Long.parseLong(text.substring(slash + 1), 16);
+    }
+
+    /** Repeatable read: the snapshot is taken as the first statement starts, and the WAL insert position is read after it. */
+    @Override
+    public LogMark beginSnapshot(Connection c) throws SQLException {
+        c.setAutoCommit(false);
+        c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+        try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_insert_lsn()::text")) {
+            rs.next();
+            String lsn = rs.getString(1);
+            return new LogMark("LSN " + lsn, parseLsn(lsn));
+        }
+    }
+
+    @Override
+    public void endSnapshot(Connection c) throws SQLException {
+        c.rollback();
+        c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+        c.setAutoCommit(true);
+    }
+
+    /**
+     * The slot's confirmed position: Postgres never sends again a transaction that committed before it, and the router
+     * confirms a position only once everything before it is published and stored; so every such transaction is published.
+     */
+    @Override
+    public boolean publishedPast(LogMark mark, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
+        try (var c = config.source().connection().open();
+             var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, config.source().postgres().slot());
+            try (var rs = ps.executeQuery()) {
+                return rs.next() && rs.getString(1) != null && Long.compareUnsigned(parseLsn(rs.getString(1)), (Long) mark.position()) >= 0;
+            }
+        }
+    }
+
+    @Override
+    public String olderThan(String column, java.time.Duration age) {
+        return column + " < now() - interval '" + age.toMillis() + " milliseconds'";
+    }
+
+    @Override
+    public String oldestAgeSeconds(String table, String column) {
+        return "SELECT EXTRACT(EPOCH FROM now() - min(" + column + "))::float8 FROM " + table;
+    }
+
+    @Override
+    public String shortLockWait() {
+        return "SET lock_timeout = '3s'";
+    }
+
+    @Override
+    public String deleteDenied(String table) throws SQLException {
+        try (var c = config.source().connection().open(); var ps = c.prepareStatement("SELECT has_table_privilege(?, 'DELETE')")) {
+            ps.setString(1, table);
+            try (var rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1) ? null : config.source().connection().user() + " may not delete rows of " + table;
+            }
+        }
+    }
+
+    @Override
+    public String rowFilter(String table) {
+        return shardFilters.get(table);
     }
 
     @Override

@@ -41,6 +41,9 @@ public final class Durations {
         if (ms == 0) {
             return "0s";
         }
+        if (ms % 86_400_000 == 0 && ms > 0) {
+            return ms / 86_400_000 + "d";
+        }
         if (ms % 3_600_000 == 0 && ms > 0) {
             return ms / 3_600_000 + "h";
         }

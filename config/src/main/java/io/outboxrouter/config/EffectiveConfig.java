@@ -57,7 +57,10 @@ public final class EffectiveConfig {
         root.put("outbox", map(
                 "columns", map("id", cols.id(), "aggregate-type", cols.aggregateType(), "aggregate-id", cols.aggregateId(),
                         "type", cols.type(), "payload", cols.payload()),
-                "headers", c.outbox().headers(), "payload-format", ConfigNode.lower(c.outbox().payloadFormat())));
+                "headers", c.outbox().headers(), "payload-format", ConfigNode.lower(c.outbox().payloadFormat()),
+                "retention", Durations.format(c.outbox().retention().after()),
+                "retention-time-column", c.outbox().retention().timeColumn(),
+                "retention-batch-size", c.outbox().retention().batchSize()));
         root.put("routing", map("topic", c.routing().topic().source(),
                 "dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
                         "topic", c.routing().deadLetters().topic())));

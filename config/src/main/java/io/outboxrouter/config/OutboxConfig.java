@@ -1,5 +1,6 @@
 package io.outboxrouter.config;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -8,8 +9,9 @@ import java.util.Map;
  *
  * @param headers       column name to Kafka header name, for extra columns carried as headers
  * @param payloadFormat whether payloads are checked before publishing
+ * @param retention     whether, and when, the router deletes published rows
  */
-public record OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat) {
+public record OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat, Retention retention) {
 
     /** What the payload column holds. */
     public enum PayloadFormat {
@@ -25,6 +27,24 @@ public record OutboxConfig(Columns columns, Map<String, String> headers, Payload
 
     public OutboxConfig(Columns columns, Map<String, String> headers) {
         this(columns, headers, PayloadFormat.BYTES);
+    }
+
+    public OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat) {
+        this(columns, headers, payloadFormat, Retention.OFF);
+    }
+
+    /**
+     * Outbox retention: rows older than {@code after} (by {@code timeColumn}) that the router has published are deleted,
+     * {@code batchSize} at a time.
+     *
+     * @param after zero: off (the default)
+     */
+    public record Retention(Duration after, String timeColumn, int batchSize) {
+        public static final Retention OFF = new Retention(Duration.ZERO, "created_at", 1000);
+
+        public boolean on() {
+            return !after.isZero();
+        }
     }
 
     /** Column names; the defaults are Debezium EventRouter's, so existing outbox tables work unchanged. */

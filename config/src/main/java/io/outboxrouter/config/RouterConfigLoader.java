@@ -120,6 +120,10 @@ public final class RouterConfigLoader {
             debezium.keySet().forEach(k -> PassThroughKeys.refusedSharded(k)
                     .ifPresent(why -> top.problem(top.key("debezium." + k), why + " (source.postgres.shards)")));
         }
+        if (outbox.retention().on() && source.tables().isEmpty()) {
+            top.problem("outbox.retention", "deletes published rows of the outbox tables, and this router has none "
+                    + "(logical decoding messages leave nothing to delete): remove it");
+        }
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
     }
 
@@ -249,7 +253,15 @@ public final class RouterConfigLoader {
                 n.problem(n.key("headers." + col), "must name the Kafka header");
             }
         });
-        return new OutboxConfig(columns, headers, n.choice("payload-format", PayloadFormat.class, PayloadFormat.BYTES));
+        var format = n.choice("payload-format", PayloadFormat.class, PayloadFormat.BYTES);
+        var off = OutboxConfig.Retention.OFF;
+        Duration after = n.duration("retention", off.after());
+        if (!after.isZero() && after.toMillis() < 1000) {
+            n.problem(n.key("retention"), "must be at least 1s, or 0 for off (was \"" + Durations.format(after) + "\")");
+        }
+        String timeColumn = column(n, "retention-time-column", off.timeColumn());
+        int batchSize = n.integer("retention-batch-size", off.batchSize(), 1, 100_000);
+        return new OutboxConfig(columns, headers, format, new OutboxConfig.Retention(after, timeColumn, batchSize));
     }
 
     private static String column(ConfigNode n, String field, String defaultName) {

@@ -43,6 +43,9 @@ class EffectiveConfigTest {
             "outbox.columns.payload", "body",
             "outbox.payload-format", "json",
             "outbox.headers.*", Map.of("tracing", "traceparent"),
+            "outbox.retention", "7d",
+            "outbox.retention-time-column", "inserted_at",
+            "outbox.retention-batch-size", 250,
             "routing.topic", "events.${kind}",
             "routing.dead-letters.policy", "skip",
             "routing.dead-letters.topic", "orders.dlq",
@@ -77,7 +80,13 @@ class EffectiveConfigTest {
             "source.url", "jdbc:mariadb://db:3307/shop",
             "source.tables", List.of("shop.events"),
             "source.binlog.server-id", 4242L);
-    private static final List<Map<String, Object>> KINDS = List.of(POSTGRES, MARIADB);
+    /** Logical decoding messages beside a table: not with shards, so a kind of its own here. */
+    private static final Map<String, Object> POSTGRES_MESSAGES = ordered(
+            "source.kind", "postgres",
+            "source.url", "jdbc:postgresql://db:6543/shop",
+            "source.tables", List.of("sales.outbox"),
+            "source.postgres.messages.prefix", "orders-events");
+    private static final List<Map<String, Object>> KINDS = List.of(POSTGRES, MARIADB, POSTGRES_MESSAGES);
     /** Keys that are another way to give a value printed under its main key (a password read from a file). */
     private static final Map<String, String> ALTERNATIVES = Map.of(
             "source.password-file", "source.password", "offsets.password-file", "offsets.password");

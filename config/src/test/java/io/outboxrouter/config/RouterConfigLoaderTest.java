@@ -105,6 +105,21 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void retentionIsOffByDefaultAndNamesItsKeysWhenWrong() {
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).outbox().retention()).isEqualTo(OutboxConfig.Retention.OFF);
+        var c = RouterConfigLoader.parse(MINIMAL + "outbox: { retention: 7d, retention-time-column: inserted_at, retention-batch-size: 200 }\n", Map.of());
+        assertThat(c.outbox().retention()).isEqualTo(new OutboxConfig.Retention(Duration.ofDays(7), "inserted_at", 200));
+        assertThat(RouterConfigLoader.parse(EffectiveConfig.toYaml(c).replace(Secret.MASK, "s3cret-pw"), Map.of())).isEqualTo(c);
+        assertThat(problems(MINIMAL + "outbox: { retention: 500ms }\n"))
+                .containsExactly("outbox.retention: must be at least 1s, or 0 for off (was \"500ms\")");
+        assertThat(problems(MINIMAL + "outbox: { retention: 1d, retention-time-column: \"created at\" }\n"))
+                .containsExactly("outbox.retention-time-column: must be a column name (was \"created at\")");
+        assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  postgres:\n    messages: { prefix: outbox }\n")
+                + "outbox: { retention: 1d }\n")).singleElement().asString()
+                .startsWith("outbox.retention: deletes published rows of the outbox tables, and this router has none");
+    }
+
+    @Test
     void badShardSettingsNameTheKeyAndTheValue() {
         String pg = "  password: s3cret-pw\n  postgres:\n";
         assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shard: 4/4\n")))

@@ -153,7 +153,7 @@ public final class Router implements AutoCloseable {
             var recent = RecentProblems.attach(s.config().name());
             problems.add(recent);
             if (config.http().enabled()) {
-                status.add(new StatusReport(s.config(), s.metrics(), s.monitor(), recent));
+                status.add(new StatusReport(s.config(), s.metrics(), s.monitor(), s.retention(), recent));
             }
             s.completion().whenComplete((v, e) -> {
                 if (e == null) {

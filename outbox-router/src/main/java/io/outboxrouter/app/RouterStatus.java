@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Instant;
 import java.util.List;
+import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import java.util.Map;
 
@@ -15,11 +16,12 @@ import java.util.Map;
  * @param storedOffsets  the rows of the offsets table for this router (key -> value); empty when unreadable
  * @param offsetsError   why the offsets could not be read, or null
  * @param slot           the Postgres slot as last measured; null for binlog sources or before the first measurement
+ * @param retention      what outbox retention has done; null when it is off
  * @param perMinute      events published per minute, oldest first, the current minute last
  */
 record RouterStatus(String router, RouterState state, String source, Instant startedAt, long published, long deadLetters, long skipped,
                     long retries, Instant offsetStoredAt, long offsetWritesFailed, Map<String, String> storedOffsets, String offsetsError,
-                    SlotMonitor.SlotState slot, List<RecentProblems.Problem> problems, long[] perMinute) {
+                    SlotMonitor.SlotState slot, Retention.Status retention, List<RecentProblems.Problem> problems, long[] perMinute) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     boolean streaming() {
@@ -57,6 +59,14 @@ record RouterStatus(String router, RouterState state, String source, Instant sta
             o.putObject("slot").put("name", slot.slot()).put("exists", slot.exists()).put("active", slot.active())
                     .put("confirmed_flush_lsn", slot.confirmedFlushLsn()).put("wal_status", slot.walStatus())
                     .put("retained_wal_bytes", slot.retainedBytes()).put("measured_at", slot.measuredAt().toString());
+        }
+        if (retention != null) {
+            var r = o.putObject("retention");
+            r.put("after", io.outboxrouter.config.Durations.format(retention.after())).put("deleted_rows", retention.deletedTotal())
+                    .put("waiting_for", retention.waitingFor()).put("last_run", retention.lastRun() == null ? null : retention.lastRun().toString())
+                    .put("last_error", retention.lastError());
+            var oldest = r.putObject("oldest_row_age_seconds");
+            retention.oldestKept().forEach((table, age) -> oldest.put(table, age.toMillis() / 1000.0));
         }
         var minutes = o.putArray("published_per_minute");
         for (long n : perMinute) {

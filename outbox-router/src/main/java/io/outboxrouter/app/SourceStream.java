@@ -1,6 +1,7 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.CdcEngine;
+import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
@@ -47,6 +48,7 @@ final class SourceStream implements AutoCloseable {
     private final boolean acceptGap;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final Optional<SlotMonitor> monitor;
+    private final Optional<Retention> retention;
     private volatile CdcEngine engine;
     private volatile boolean activatedBefore;
     private volatile boolean closed;
@@ -77,6 +79,22 @@ final class SourceStream implements AutoCloseable {
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
+        this.retention = config.outbox().retention().on() ? Optional.of(new Retention(config, source, new Retention.Listener() {
+            @Override
+            public void deleted(String table, int rows) {
+                metrics.retentionDeleted(table, rows);
+            }
+
+            @Override
+            public void oldest(String table, Duration age) {
+                metrics.retentionOldest(table, age);
+            }
+
+            @Override
+            public void problem(String message) {
+                // logged by retention; the status page shows it
+            }
+        })) : Optional.empty();
     }
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
@@ -94,6 +112,8 @@ final class SourceStream implements AutoCloseable {
     void start(String healthUrl) {
         this.healthUrl = healthUrl;
         leadership.start(new LeadershipListener());
+        // Only while this process streams: a standby deletes nothing.
+        retention.ifPresent(r -> r.start(this::isStreaming));
     }
 
     RouterConfig config() {
@@ -106,6 +126,10 @@ final class SourceStream implements AutoCloseable {
 
     Optional<SlotMonitor> monitor() {
         return monitor;
+    }
+
+    Optional<Retention> retention() {
+        return retention;
     }
 
     /** What the stream does as its lock comes and goes. */
@@ -264,6 +288,7 @@ final class SourceStream implements AutoCloseable {
             closed = true;
         }
         leadership.stopWatching(); // a lock check must not restart the stream while it stops
+        retention.ifPresent(Retention::close); // off the publishing path: stops first, mid-batch if need be
         timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
         try {
             if (!timer.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {

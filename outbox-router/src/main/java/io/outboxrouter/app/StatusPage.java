@@ -121,6 +121,23 @@ final class StatusPage {
             }
         }
 
+        if (s.retention() != null) {
+            var r = s.retention();
+            h.append("<h2>Outbox retention</h2><table><tr><th>deletes published rows older than</th><td>")
+                    .append(esc(io.outboxrouter.config.Durations.format(r.after()))).append("</td></tr><tr><th>rows deleted</th><td>")
+                    .append(r.deletedTotal()).append("</td></tr>");
+            r.oldestKept().forEach((table, age) -> h.append("<tr><th>oldest row kept in <code>").append(esc(table)).append("</code></th><td>")
+                    .append(esc(io.outboxrouter.config.Durations.format(java.time.Duration.ofSeconds(age.toSeconds())))).append(" old</td></tr>"));
+            if (r.waitingFor() != null) {
+                h.append("<tr><th>waiting</th><td>old rows kept until the router stores a position past ").append(esc(r.waitingFor()))
+                        .append("</td></tr>");
+            }
+            if (r.lastError() != null) {
+                h.append("<tr><th>last error</th><td class=\"bad\">").append(esc(r.lastError())).append("</td></tr>");
+            }
+            h.append("<tr><th>last run</th><td>").append(r.lastRun() == null ? "not yet" : r.lastRun().toString()).append("</td></tr></table>");
+        }
+
         h.append("<h2>Last problems logged</h2>");
         if (s.problems().isEmpty()) {
             h.append("<p class=\"ok\">none</p>");

@@ -1,5 +1,6 @@
 package io.outboxrouter.app;
 
+import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.metrics.RouterMetrics;
@@ -25,12 +26,15 @@ final class StatusReport implements AutoCloseable {
     private final RouterConfig config;
     private final RouterMetrics metrics;
     private final Optional<SlotMonitor> slot;
+    private final Optional<Retention> retention;
     private final RecentProblems problems;
     private final OffsetTable offsets;
     private final Instant startedAt = Instant.now();
 
-    StatusReport(RouterConfig config, RouterMetrics metrics, Optional<SlotMonitor> slot, RecentProblems problems) {
+    StatusReport(RouterConfig config, RouterMetrics metrics, Optional<SlotMonitor> slot, Optional<Retention> retention,
+                 RecentProblems problems) {
         this.config = config;
+        this.retention = retention;
         this.metrics = metrics;
         this.slot = slot;
         this.problems = problems;
@@ -52,7 +56,8 @@ final class StatusReport implements AutoCloseable {
         return new RouterStatus(config.name(), state, describe, startedAt, metrics.publishedTotal(), metrics.deadLetteredTotal(),
                 metrics.skippedTotal(), metrics.retriesTotal(), store.map(OffsetStoreStats.Snapshot::lastStored).orElse(null),
                 store.map(OffsetStoreStats.Snapshot::failed).orElse(0L), stored, offsetsError, slot.map(SlotMonitor::state).orElse(null),
-                problems == null ? List.of() : problems.newestFirst(), metrics.publishedPerMinute());
+                retention.map(Retention::status).orElse(null), problems == null ? List.of() : problems.newestFirst(),
+                metrics.publishedPerMinute());
     }
 
     @Override

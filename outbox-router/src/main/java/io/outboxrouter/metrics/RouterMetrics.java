@@ -40,6 +40,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     private final Timer commitToAck;
     private final AtomicReference<Instant> lastCommitTime = new AtomicReference<>();
     private final ConcurrentHashMap<String, Counter> publishedByTopic = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, AtomicLong> retentionOldest = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, AtomicLong> retries = new ConcurrentHashMap<>();
     private final Throughput throughput = new Throughput(Clock.systemUTC());
     private final LogEventCounter logEvents;
@@ -166,6 +167,22 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     public void batchPublished(int records, Duration took) {
         batchSize.record(records);
         publishTime.record(took);
+    }
+
+    /** Outbox retention: rows deleted, by table. */
+    public void retentionDeleted(String table, int rows) {
+        Counter.builder("outbox.router.retention.deleted.rows").description("published outbox rows deleted by outbox.retention")
+                .tag("table", table).register(registry).increment(rows);
+    }
+
+    /** Outbox retention: the age of the oldest row kept, by table (NaN for an empty table). */
+    public void retentionOldest(String table, Duration age) {
+        retentionOldest.computeIfAbsent(table, t -> {
+            var holder = new AtomicLong(-1);
+            Gauge.builder("outbox.router.retention.oldest.row.age.seconds", holder, h -> h.get() < 0 ? Double.NaN : h.get() / 1000.0)
+                    .description("age of the oldest outbox row kept, measured by outbox.retention").tag("table", t).register(registry);
+            return holder;
+        }).set(age == null ? -1 : age.toMillis());
     }
 
     @Override

@@ -155,12 +155,16 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
                     // the heartbeat row: upserted, or (sharded: publications of inserts only) deleted and inserted
                     + heartbeatTable.map(t -> "GRANT SELECT, INSERT, " + (shards > 1 ? "DELETE" : "UPDATE") + " ON " + t + " TO " + role + ";\n")
                     .orElse("")
+                    + (tables.isEmpty() ? "" : "-- With outbox.retention, which deletes published rows: GRANT DELETE ON " + String.join(", ", tables)
+                    + " TO " + role + ";\n")
                     + "-- The offsets table is created in the first schema of the search path when missing.\n"
                     + "GRANT CREATE ON SCHEMA " + (schemas.isEmpty() ? "public" : schemas.get(0)) + " TO " + role + ";\n";
         }
         var databases = tables.stream().map(t -> t.substring(0, t.indexOf('.'))).distinct().toList();
         var sb = new StringBuilder("CREATE USER '" + role + "'@'%' IDENTIFIED BY 'change-me';\n"
                 + "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + role + "'@'%';\n");
+        sb.append("-- With outbox.retention, which deletes published rows: GRANT DELETE ON ").append(String.join(", ", tables))
+                .append(" TO '").append(role).append("'@'%';\n");
         sb.append("-- The offsets and schema-history tables are created in the source database when missing.\n");
         for (String db : databases) {
             sb.append("GRANT CREATE, INSERT, UPDATE, DELETE ON ").append(db).append(".* TO '").append(role).append("'@'%';\n");

@@ -42,7 +42,7 @@ class PostgresRouterBehaviourIT {
     private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
 
     /** The body of a GET on the router's HTTP port. */
-    private static String httpGet(int port, String path) {
+    static String httpGet(int port, String path) {
         try {
             return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString()).body();

@@ -1,0 +1,341 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Outbox retention ({@code outbox.retention}): deletes outbox rows older than the retention, and only rows the router has
+ * already published, off the publishing path, in small batches with a pause after each.
+ *
+ * <p>"Already published" cannot be read from a time column (a long transaction commits rows dated long before), so each
+ * cycle works from the source's log instead: in one snapshot it reads a log position that every transaction visible in the
+ * snapshot committed before ({@link Source#beginSnapshot}) and the ids of the old rows visible there; it deletes them only
+ * once the router has published and stored everything before that position ({@link Source#publishedPast}). A row the
+ * router has not published is never deleted, however old it is, whatever the router is doing (stopped, behind, failing).
+ * Rows are deleted by id, so a row committed after the snapshot is never touched by that cycle.
+ */
+public final class Retention implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Retention.class);
+    /** How long a cycle waits for the router to publish past its mark before trying again at the next cycle. */
+    private static final Duration MARK_WAIT = Duration.ofSeconds(30);
+    private static final Duration MIN_PAUSE = Duration.ofMillis(20);
+    /** Candidate ids read per snapshot, in batches. */
+    private static final int BATCHES_PER_SNAPSHOT = 10;
+
+    /** Told what each cycle did. */
+    public interface Listener {
+        void deleted(String table, int rows);
+
+        /** After each cycle: the age of the oldest row kept per table (null for an empty table). */
+        void oldest(String table, Duration age);
+
+        void problem(String message);
+    }
+
+    /** What one cycle did: rows deleted per table; {@code waiting} when old rows were left because the router was not past them yet. */
+    public record Cycle(Map<String, Integer> deleted, String waiting) {
+        public int total() {
+            return deleted.values().stream().mapToInt(Integer::intValue).sum();
+        }
+    }
+
+    /**
+     * What retention has done, for the status page.
+     *
+     * @param oldestKept the age of the oldest row per table after the last cycle (absent: empty table)
+     * @param waitingFor the log mark the last cycle waited for in vain (old rows kept until the router passes it), or null
+     * @param lastRun    when the last cycle ended, or null before the first
+     * @param lastError  why the last cycle failed, or null when it did not
+     */
+    public record Status(Duration after, long deletedTotal, Map<String, Duration> oldestKept, String waitingFor, java.time.Instant lastRun,
+                         String lastError) {
+    }
+
+    private final RouterConfig config;
+    private final Source source;
+    private final java.util.concurrent.atomic.AtomicLong deletedTotal = new java.util.concurrent.atomic.AtomicLong();
+    private final Map<String, Duration> oldestKept = new java.util.concurrent.ConcurrentHashMap<>();
+    private volatile String waitingFor;
+    private volatile java.time.Instant lastRun;
+    private volatile String lastError;
+    private final OutboxConfig.Retention settings;
+    private final Listener listener;
+    private final Duration interval;
+    private final ScheduledExecutorService timer;
+    private volatile OffsetTable stored;
+    private volatile boolean closed;
+
+    public Retention(RouterConfig config, Source source, Listener listener) {
+        this.config = config;
+        this.source = source;
+        this.settings = config.outbox().retention();
+        this.listener = listener;
+        this.interval = interval(settings.after());
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            var t = new Thread(r, "retention-" + config.name());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * With retention on, each outbox table must have the time column, and (Postgres) the router's user may delete from it.
+     * Empty when retention is off.
+     */
+    static List<Check> checks(RouterConfig config, Source source) {
+        var settings = config.outbox().retention();
+        if (!settings.on()) {
+            return List.of();
+        }
+        var checks = new ArrayList<Check>();
+        for (String table : config.source().tables()) {
+            String name = "retention on " + table;
+            try {
+                var columns = source.columns(table);
+                if (columns.isEmpty()) {
+                    continue; // the table check says it is missing
+                }
+                if (!columns.contains(settings.timeColumn())) {
+                    checks.add(Check.fail(name, "table " + table + " has no column " + settings.timeColumn() + " to date its rows by "
+                            + "(outbox.retention-time-column)", "name the table's insert-time column under outbox.retention-time-column, "
+                            + "or add one: created_at ... DEFAULT now(), with an index on it"));
+                    continue;
+                }
+                String denied = source.deleteDenied(table);
+                checks.add(denied == null ? Check.pass(name, "rows older than " + io.outboxrouter.config.Durations.format(settings.after())
+                        + " by " + settings.timeColumn() + " are deleted once published")
+                        : Check.fail(name, denied, "GRANT DELETE ON " + table + " TO " + config.source().connection().user()));
+            } catch (SQLException e) {
+                checks.add(Check.fail(name, "cannot read table " + table + ": " + e.getMessage(), "check the source connection"));
+            }
+        }
+        return checks;
+    }
+
+    /** @throws SourceSetupException naming every failed check with its fix */
+    static void refuseUnless(List<Check> checks) {
+        var failed = checks.stream().filter(c -> !c.ok()).map(Check::problem).toList();
+        if (!failed.isEmpty()) {
+            throw new SourceSetupException("outbox.retention cannot work: " + String.join("; ", failed));
+        }
+    }
+
+    /** A tenth of the retention, between 1 s and 5 min: rows are deleted at most that long after they are due. */
+    static Duration interval(Duration retention) {
+        long ms = Math.max(1_000, Math.min(retention.toMillis() / 10, Duration.ofMinutes(5).toMillis()));
+        return Duration.ofMillis(ms);
+    }
+
+    /** Runs a cycle every {@link #interval} while {@code active} (this process streams the source); never on a standby. */
+    public void start(BooleanSupplier active) {
+        LOG.info("Router {}: outbox retention {}: rows older than that by {}, once published, are deleted {} at a time (checked every {})",
+                config.name(), io.outboxrouter.config.Durations.format(settings.after()), settings.timeColumn(), settings.batchSize(),
+                io.outboxrouter.config.Durations.format(interval));
+        timer.scheduleWithFixedDelay(() -> {
+            if (closed || !active.getAsBoolean()) {
+                return;
+            }
+            try {
+                runOnce();
+                lastError = null;
+            } catch (SQLException | RuntimeException e) {
+                String message = "outbox retention of router " + config.name() + " failed, tried again in "
+                        + io.outboxrouter.config.Durations.format(interval) + ": " + e.getMessage();
+                LOG.warn(message);
+                lastError = e.getMessage();
+                listener.problem(message);
+            } finally {
+                lastRun = java.time.Instant.now();
+            }
+        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** One cycle over every outbox table. */
+    public Cycle runOnce() throws SQLException {
+        return runOnce(Duration.ofNanos(Math.min(MARK_WAIT.toNanos(), interval.toNanos())));
+    }
+
+    /**
+     * One cycle over every outbox table.
+     *
+     * @param markWait how long to wait, per snapshot, for the router to publish past the snapshot's log mark
+     */
+    public Cycle runOnce(Duration markWait) throws SQLException {
+        var deleted = new LinkedHashMap<String, Integer>();
+        String waiting = null;
+        try (Connection c = source(config).open()) {
+            for (String table : config.source().tables()) {
+                int total = 0;
+                while (!closed) {
+                    var batch = candidates(c, table);
+                    if (batch.ids().isEmpty()) {
+                        break;
+                    }
+                    if (!awaitPublished(batch.mark(), markWait)) {
+                        waiting = batch.mark().text();
+                        // Once when it starts waiting; then quietly, while the router stays behind (or the outbox quiet).
+                        (waitingFor == null ? LOG.atInfo() : LOG.atDebug()).log("Router {}: {} rows of {} are older than the retention, but the router has not yet stored a position "
+                                + "past {} (the log position when they were read): kept for now; on a quiet outbox, the next event or "
+                                + "heartbeat moves it", config.name(), batch.ids().size(), table, batch.mark().text());
+                        break;
+                    }
+                    total += delete(c, table, batch.ids());
+                    if (batch.ids().size() < settings.batchSize() * BATCHES_PER_SNAPSHOT) {
+                        break;
+                    }
+                }
+                deleted.put(table, total);
+                if (total > 0) {
+                    LOG.info("Router {}: outbox retention deleted {} published rows of {} older than {}", config.name(), total, table,
+                            io.outboxrouter.config.Durations.format(settings.after()));
+                }
+                var age = oldest(c, table);
+                if (age == null) {
+                    oldestKept.remove(table);
+                } else {
+                    oldestKept.put(table, age);
+                }
+                listener.oldest(table, age);
+            }
+        }
+        waitingFor = waiting;
+        return new Cycle(Collections.unmodifiableMap(deleted), waiting);
+    }
+
+    private record Candidates(Source.LogMark mark, List<Object> ids) {
+    }
+
+    /** In one snapshot: the log mark, then the ids of the old rows (of this stream's shard) visible in it, oldest first. */
+    private Candidates candidates(Connection c, String table) throws SQLException {
+        var mark = source.beginSnapshot(c);
+        try {
+            var columns = config.outbox().columns();
+            String filter = source.rowFilter(table);
+            String sql = "SELECT " + columns.id() + " FROM " + table + " WHERE " + source.olderThan(settings.timeColumn(), settings.after())
+                    + (filter == null ? "" : " AND (" + filter + ")") + " ORDER BY " + settings.timeColumn()
+                    + " LIMIT " + (settings.batchSize() * BATCHES_PER_SNAPSHOT);
+            var ids = new ArrayList<>();
+            try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
+                while (rs.next()) {
+                    ids.add(rs.getObject(1));
+                }
+            }
+            return new Candidates(mark, ids);
+        } finally {
+            source.endSnapshot(c);
+        }
+    }
+
+    private boolean awaitPublished(Source.LogMark mark, Duration wait) throws SQLException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (!closed) {
+            if (source.publishedPast(mark, this::stored)) {
+                return true;
+            }
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            sleep(Duration.ofMillis(200));
+        }
+        return false;
+    }
+
+    /** By id, a batch at a time, each its own short transaction, with a pause as long as the batch took (at least 20 ms). */
+    private int delete(Connection c, String table, List<Object> ids) throws SQLException {
+        try (var st = c.createStatement()) {
+            st.execute(source.shortLockWait());
+        }
+        int deleted = 0;
+        for (int from = 0; from < ids.size() && !closed; from += settings.batchSize()) {
+            var batch = ids.subList(from, Math.min(ids.size(), from + settings.batchSize()));
+            String sql = "DELETE FROM " + table + " WHERE " + config.outbox().columns().id() + " IN ("
+                    + String.join(", ", Collections.nCopies(batch.size(), "?")) + ")";
+            long started = System.nanoTime();
+            try (var ps = c.prepareStatement(sql)) {
+                for (int i = 0; i < batch.size(); i++) {
+                    ps.setObject(i + 1, batch.get(i));
+                }
+                int n = ps.executeUpdate();
+                deleted += n;
+                deletedTotal.addAndGet(n);
+                listener.deleted(table, n);
+            }
+            sleep(Duration.ofNanos(Math.max(MIN_PAUSE.toNanos(), System.nanoTime() - started)));
+        }
+        return deleted;
+    }
+
+    private Duration oldest(Connection c, String table) throws SQLException {
+        try (var st = c.createStatement(); var rs = st.executeQuery(source.oldestAgeSeconds(table, settings.timeColumn()))) {
+            if (rs.next()) {
+                double seconds = rs.getDouble(1);
+                return rs.wasNull() ? null : Duration.ofMillis(Math.round(seconds * 1000));
+            }
+            return null;
+        }
+    }
+
+    private OffsetTable stored() {
+        var t = stored;
+        if (t == null) {
+            synchronized (this) {
+                if (stored == null) {
+                    stored = OffsetTable.open(OffsetTableSettings.offsets(config));
+                }
+                t = stored;
+            }
+        }
+        return t;
+    }
+
+    private static io.outboxrouter.config.JdbcConnection source(RouterConfig config) {
+        return config.source().connection();
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d.toMillis(), (int) (d.toNanos() % 1_000_000));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public Status status() {
+        return new Status(settings.after(), deletedTotal.get(), Map.copyOf(oldestKept), waitingFor, lastRun, lastError);
+    }
+
+    public Duration interval() {
+        return interval;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        timer.shutdownNow();
+        try {
+            timer.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        var t = stored;
+        if (t != null) {
+            t.close();
+        }
+    }
+}
