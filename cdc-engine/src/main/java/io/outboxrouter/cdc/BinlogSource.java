@@ -243,10 +243,30 @@ final class BinlogSource implements Source {
                 return false;
             }
             var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
+            if (offset.path("event").asLong(0) > 0 || offset.path("row").asLong(0) > 0) {
+                // Stored at a transaction's END: the connector resumes at its start and skips its events, so the position
+                // that transaction ends at is what is behind the router.
+                at = transactionEnd(at);
+            }
             return at.compareTo((BinlogPosition) mark.position()) >= 0;
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** Where the transaction that starts at {@code start} ends (its Xid or COMMIT event); {@code start} when not found near it. */
+    private BinlogPosition transactionEnd(BinlogPosition start) throws SQLException {
+        try (var c = config.source().connection().open(); var st = c.createStatement();
+             var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + start.file().replace("'", "") + "' FROM " + start.position() + " LIMIT 2000")) {
+            while (rs.next()) {
+                String type = rs.getString("Event_type");
+                String info = rs.getString("Info");
+                if ("Xid".equalsIgnoreCase(type) || "Query".equalsIgnoreCase(type) && info != null && info.trim().equalsIgnoreCase("COMMIT")) {
+                    return new BinlogPosition(start.file(), rs.getLong("End_log_pos"));
+                }
+            }
+        }
+        return start;
     }
 
     @Override

@@ -54,6 +54,13 @@ class MySqlOutboxIT extends OutboxContract {
      * Exactly-once runs on MariaDB and Postgres: it sits after the connector (the same binlog path as MariaDB's), and its
      * crash tests would add about two minutes to every run here.
      */
+    /** A Kafka outage is handled after the connector, the same for every source: PostgresOutboxIT and MariaDbOutboxIT. */
+    @Override
+    @Test
+    @Disabled("a Kafka outage is handled after the connector: covered on MariaDB's binlog path and on Postgres")
+    void aKafkaCrashMidStreamIsRiddenOutWithNothingLostAndOrderKept() {
+    }
+
     @Override
     @Test
     @Disabled("exactly-once is covered on MariaDB's binlog path and on Postgres")
