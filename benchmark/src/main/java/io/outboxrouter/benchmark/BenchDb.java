@@ -11,11 +11,30 @@ final class BenchDb {
     final DatabaseServer server;
     final String database;
     final boolean postgres;
+    /** Events written as logical decoding messages ({@code outbox_emit}), not rows: a tableless outbox. */
+    final boolean messages;
 
     private BenchDb(DatabaseServer server, String database, boolean postgres) {
+        this(server, database, postgres, false);
+    }
+
+    private BenchDb(DatabaseServer server, String database, boolean postgres, boolean messages) {
         this.server = server;
         this.database = database;
         this.postgres = postgres;
+        this.messages = messages;
+    }
+
+    /**
+     * The same Postgres database, its events written as transactional logical decoding messages with the {@code outbox_emit}
+     * function {@code schema} prints (prefix {@code outbox}), through a procedure with the INSERT's parameters (a CALL
+     * returns no rows, so the writers batch it as they batch INSERTs).
+     */
+    BenchDb withMessages() throws SQLException {
+        execute(io.outboxrouter.schema.SchemaDdl.emitFunction("public", "outbox"),
+                "CREATE OR REPLACE PROCEDURE public.bench_emit(id uuid, aggregateid text, payload json) LANGUAGE sql AS $$ "
+                        + "SELECT public.outbox_emit('Order', aggregateid, 'OrderPlaced', payload, id) $$");
+        return new BenchDb(server, database, true, true);
     }
 
     static BenchDb postgres(PostgresServer server) throws SQLException {
@@ -78,6 +97,9 @@ final class BenchDb {
     }
 
     String insertSql() {
+        if (messages) {
+            return "CALL public.bench_emit(?::uuid, ?, ?::json)";
+        }
         return postgres
                 ? "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, 'Order', ?, 'OrderPlaced', ?::jsonb)"
                 : "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?, 'Order', ?, 'OrderPlaced', ?)";

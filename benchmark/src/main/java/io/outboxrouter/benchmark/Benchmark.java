@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * writes results.md and results.png under {@code bench.out}.
  *
  * <p>{@code -Dbench.profile=quick} for a short run; {@code -Dbench.only=} a comma list of {@code throughput},
- * {@code latency}, {@code mariadb}; {@code BENCH_DEBEZIUM_SERVER=false} leaves Debezium Server out.
+ * {@code latency}, {@code messages}, {@code mariadb}; {@code BENCH_DEBEZIUM_SERVER=false} leaves Debezium Server out.
  */
 public final class Benchmark {
     static final Logger LOG = LoggerFactory.getLogger(Benchmark.class);
@@ -55,14 +55,14 @@ public final class Benchmark {
         return jar;
     }
 
-    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, exactly-once, shards, debezium-server, relay; all when unset. */
+    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, exactly-once, messages, shards, debezium-server, relay; all when unset. */
     private static boolean wanted(Contender c) {
         String list = System.getenv("BENCH_CONTENDERS");
         if (list == null || list.isBlank()) {
             return true;
         }
         String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare"
-                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : r.exactlyOnce() ? "exactly-once" : "router")
+                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : r.exactlyOnce() ? "exactly-once" : r.messages() ? "messages" : "router")
                 : c instanceof DebeziumServerContender ? "debezium-server" : "relay";
         return List.of(list.split(",")).contains(key);
     }
@@ -87,6 +87,9 @@ public final class Benchmark {
                 }
                 if (section("latency")) {
                     latency(db);
+                }
+                if (section("messages")) {
+                    messages(db.withMessages());
                 }
             }
             if (section("mariadb")) {
@@ -236,6 +239,36 @@ public final class Benchmark {
                 measureLatency(db, relay);
             }
         }
+    }
+
+    /**
+     * A tableless outbox: the same backlogs and fixed rates written as logical decoding messages, drained and delivered by
+     * the router in message mode, for its figures beside the table's (one round: each drain reads a backlog of its own).
+     */
+    private void messages(BenchDb db) throws Exception {
+        for (int txnSize : new int[] {1, 100}) {
+            long events = txnSize == 1 ? backlog1 : backlog100;
+            var router = new RouterContender(db, "routermsg-t" + txnSize, "bench-routermsg-t" + txnSize, bootstrap, out, freePort());
+            if (!wanted(router)) {
+                return;
+            }
+            db.createSlot(router.slot());
+            LOG.info("Messages: writing a backlog of {} events in {}-event transactions", events, txnSize);
+            var written = Load.flatOut(db, events, txnSize);
+            results.notes.add(String.format("Message backlog of %,d events in %d-event transactions (outbox_emit, no table) written by %d "
+                    + "threads at %s events/s; drained once.", events, txnSize, Load.WRITERS, Results.fmt0(written.perSecond())));
+            try (router) {
+                drain(db, router, txnSize, events);
+            }
+            db.dropSlot(router.slot());
+        }
+        var router = new RouterContender(db, "routermsg-latency", "bench-routermsg-latency", bootstrap, out, freePort());
+        db.createSlot(router.slot());
+        try (router) {
+            router.start();
+            measureLatency(db, router);
+        }
+        db.dropSlot(router.slot());
     }
 
     /** What a streaming router costs while nothing is written: its polling of the replication stream. */

@@ -164,6 +164,19 @@ final class Results {
         goal(s, "RSS under load <= 256 MB (peak of the drains, -Xmx1g)", rss, "%.0f MiB", r -> r <= 256);
         goal(s, "idle CPU while streaming with nothing to publish <= 2% of a core",
                 idleCpuPercent.getOrDefault(RouterContender.NAME, Double.NaN), "%.1f%%", p -> p <= 2);
+        s.append("\n### A tableless outbox (logical decoding messages) beside the table, in this run\n\n")
+                .append("| | table | messages |\n|---|---:|---:|\n");
+        for (int size : new int[] {1, 100}) {
+            s.append("| drain, ").append(size).append("-event transactions, events/s | ").append(fmt0(drain(medians, RouterContender.NAME, size)))
+                    .append(" | ").append(fmt0(drain(medians, RouterContender.MESSAGES, size))).append(" |\n");
+        }
+        for (int rate : new int[] {1000, 5000}) {
+            var table = latency(RouterContender.NAME, rate);
+            var messages = latency(RouterContender.MESSAGES, rate);
+            s.append("| commit to Kafka at ").append(String.format("%,d", rate)).append(" events/s, p50 / p99 ms | ")
+                    .append(table == null ? "" : fmt1(table.p50()) + " / " + fmt1(table.p99())).append(" | ")
+                    .append(messages == null ? "" : fmt1(messages.p50()) + " / " + fmt1(messages.p99())).append(" |\n");
+        }
         s.append("\n### Goals: exactly-once beside at-least-once in this run\n\n| goal | figure | met? |\n|---|---:|---|\n");
         for (int size : new int[] {1, 100}) {
             goal(s, "drain, " + size + "-row transactions: exactly-once costs <= 15% of throughput",

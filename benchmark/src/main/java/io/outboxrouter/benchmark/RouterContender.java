@@ -10,6 +10,7 @@ import java.util.Map;
 final class RouterContender implements Contender {
     static final String NAME = "outbox-router";
     static final String EXACTLY_ONCE = NAME + ", exactly-once";
+    static final String MESSAGES = NAME + ", messages";
 
     private final BenchDb db;
     private final String name;
@@ -19,6 +20,8 @@ final class RouterContender implements Contender {
     private final String topicPrefix;
     private final int shards;
     private final boolean exactlyOnce;
+    /** A tableless outbox: {@code source.postgres.messages.prefix}, no table (its database writes messages). */
+    private final boolean messages;
     private ChildProcess process;
     private KafkaArrivals kafka;
 
@@ -34,6 +37,7 @@ final class RouterContender implements Contender {
     /** @param exactlyOnce {@code delivery: exactly-once}, read by a read_committed consumer */
     RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port, int shards, boolean exactlyOnce) {
         this.exactlyOnce = exactlyOnce;
+        this.messages = db.messages;
         this.shards = shards;
         this.db = db;
         this.name = name;
@@ -45,11 +49,16 @@ final class RouterContender implements Contender {
 
     @Override
     public String name() {
-        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : exactlyOnce ? EXACTLY_ONCE : NAME;
+        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : exactlyOnce ? EXACTLY_ONCE
+                : messages ? MESSAGES : NAME;
     }
 
     boolean exactlyOnce() {
         return exactlyOnce;
+    }
+
+    boolean messages() {
+        return messages;
     }
 
     int shards() {
@@ -68,7 +77,16 @@ final class RouterContender implements Contender {
 
     @Override
     public Duration start() throws Exception {
-        String source = db.postgres
+        String source = messages
+                ? """
+                source:
+                  kind: postgres
+                  url: %s
+                  user: %s
+                  password: "%s"
+                  postgres: { slot: %s, publication: bench_messages, messages: { prefix: outbox } }
+                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot())
+                : db.postgres
                 ? """
                 source:
                   kind: postgres

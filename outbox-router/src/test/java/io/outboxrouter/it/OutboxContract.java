@@ -382,7 +382,7 @@ abstract class OutboxContract {
 
     @Test
     void sigkillUnderLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
-        sigkillUnderLoad("crash", "", 5);
+        sigkillUnderLoad("crash", "", 4);
     }
 
     /**
