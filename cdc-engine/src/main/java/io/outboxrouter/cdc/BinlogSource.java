@@ -83,10 +83,7 @@ final class BinlogSource implements Source {
     /** A binlog coordinate: {@code binlog:mysql-bin.000003:1234}, with the GTID when the server has one. */
     @Override
     public String position(Struct source) {
-        String file = source.getString("file");
-        Long pos = source.getInt64("pos");
-        String gtid = source.schema().field("gtid") != null ? source.getString("gtid") : null;
-        return "binlog:" + file + ":" + pos + (gtid == null ? "" : ",gtid:" + gtid);
+        return SourcePositions.binlog(source);
     }
 
     @Override
@@ -213,11 +210,22 @@ final class BinlogSource implements Source {
     @Override
     public LogMark beginSnapshot(Connection c) throws SQLException {
         c.setAutoCommit(true);
+        // A consistent snapshot is taken only under REPEATABLE READ (under READ COMMITTED each read sees the latest rows).
+        c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+        long serverId;
         try (var st = c.createStatement()) {
             st.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+            try (var rs = st.executeQuery("SELECT @@server_id")) {
+                rs.next();
+                serverId = rs.getLong(1);
+            }
         }
         var end = BinlogPosition.end(config.source().connection());
-        return new LogMark("binlog " + end.file() + ":" + end.position(), end);
+        return new LogMark("binlog " + end.file() + ":" + end.position(), new Mark(serverId, end));
+    }
+
+    /** A binlog position of one server: positions of another (a failover, binary logs reset) are not comparable. */
+    private record Mark(long serverId, BinlogPosition end) {
     }
 
     @Override
@@ -225,6 +233,7 @@ final class BinlogSource implements Source {
         try (var st = c.createStatement()) {
             st.execute("ROLLBACK");
         }
+        c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
     }
 
     /**
@@ -232,7 +241,8 @@ final class BinlogSource implements Source {
      * resumes): at or past the mark, every transaction that ended before the mark is published.
      */
     @Override
-    public boolean publishedPast(LogMark mark, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
+    public boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
+        var m = (Mark) mark.position();
         String value = stored.get().read(config.name()).values().stream().findFirst().orElse(null);
         if (value == null) {
             return false;
@@ -242,21 +252,24 @@ final class BinlogSource implements Source {
             if (!offset.path("file").isTextual() || !offset.path("pos").canConvertToLong()) {
                 return false;
             }
+            if (offset.path("server_id").canConvertToLong() && offset.path("server_id").asLong() != m.serverId()) {
+                return false; // stored from another server: its file and position say nothing about this one's
+            }
             var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
             if (offset.path("event").asLong(0) > 0 || offset.path("row").asLong(0) > 0) {
-                // Stored at a transaction's END: the connector resumes at its start and skips its events, so the position
-                // that transaction ends at is what is behind the router.
-                at = transactionEnd(at);
+                // Stored at a transaction's END (heartbeats inside a transaction are never stored: TransactionBoundaries):
+                // the connector resumes at its start and skips its events, so where that transaction ends is behind it.
+                at = transactionEnd(c, at);
             }
-            return at.compareTo((BinlogPosition) mark.position()) >= 0;
+            return at.compareTo(m.end()) >= 0;
         } catch (IOException e) {
             return false;
         }
     }
 
     /** Where the transaction that starts at {@code start} ends (its Xid or COMMIT event); {@code start} when not found near it. */
-    private BinlogPosition transactionEnd(BinlogPosition start) throws SQLException {
-        try (var c = config.source().connection().open(); var st = c.createStatement();
+    private static BinlogPosition transactionEnd(Connection c, BinlogPosition start) throws SQLException {
+        try (var st = c.createStatement();
              var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + start.file().replace("'", "") + "' FROM " + start.position() + " LIMIT 2000")) {
             while (rs.next()) {
                 String type = rs.getString("Event_type");

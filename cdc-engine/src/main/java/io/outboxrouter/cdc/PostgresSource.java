@@ -72,15 +72,12 @@ final class PostgresSource implements Source {
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
-        if (pg.messages()) {
-            // Messages live in the WAL only: there is nothing to snapshot of them.
-            p.setProperty("message.prefix.include.list", pg.messagePrefix().replace(".", "\\."));
-            if (source.tables().isEmpty()) {
-                p.setProperty("snapshot.mode", "no_data");
-            }
-        } else {
-            // Other programs' logical decoding messages are not the router's: not decoded into records at all.
-            p.setProperty("message.prefix.exclude.list", ".*");
+        // Logical decoding messages: run --once's end marker always, the outbox's when configured; other programs' are
+        // dropped by the connector.
+        String drain = PostgresDrain.MESSAGE_PREFIX.replace(".", "\\.");
+        p.setProperty("message.prefix.include.list", pg.messages() ? pg.messagePrefix().replace(".", "\\.") + "," + drain : drain);
+        if (pg.messages() && source.tables().isEmpty()) {
+            p.setProperty("snapshot.mode", "no_data"); // messages live in the WAL only: there is nothing to snapshot of them
         }
         if (pg.heartbeat()) {
             // The heartbeat row is written through the replication stream like any change, so the slot's confirmed
@@ -118,8 +115,7 @@ final class PostgresSource implements Source {
     /** Postgres LSNs the way Postgres prints them: {@code lsn:0/16B3748}. */
     @Override
     public String position(Struct source) {
-        Long lsn = source.getInt64("lsn");
-        return lsn == null ? "lsn:unknown" : "lsn:" + formatLsn(lsn);
+        return SourcePositions.postgres(source);
     }
 
     @Override
@@ -244,7 +240,7 @@ final class PostgresSource implements Source {
 
     /** An LSN as Postgres prints it, {@code 0/16B3748}. */
     static String formatLsn(long lsn) {
-        return Long.toHexString(lsn >>> 32).toUpperCase() + "/" + Long.toHexString(lsn & 0xFFFFFFFFL).toUpperCase();
+        return SourcePositions.formatLsn(lsn);
     }
 
     /** An LSN as Postgres prints it, read back. */
@@ -277,9 +273,8 @@ final class PostgresSource implements Source {
      * confirms a position only once everything before it is published and stored; so every such transaction is published.
      */
     @Override
-    public boolean publishedPast(LogMark mark, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
-        try (var c = config.source().connection().open();
-             var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+    public boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, config.source().postgres().slot());
             try (var rs = ps.executeQuery()) {
                 return rs.next() && rs.getString(1) != null && Long.compareUnsigned(parseLsn(rs.getString(1)), (Long) mark.position()) >= 0;

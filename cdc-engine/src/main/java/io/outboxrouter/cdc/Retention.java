@@ -74,6 +74,8 @@ public final class Retention implements AutoCloseable {
     private volatile String waitingFor;
     private volatile java.time.Instant lastRun;
     private volatile String lastError;
+    /** The end of the hold last logged, so that it is logged once. */
+    private volatile String heldUntil;
     private final OutboxConfig.Retention settings;
     private final Listener listener;
     private final Duration interval;
@@ -136,6 +138,14 @@ public final class Retention implements AutoCloseable {
         }
     }
 
+    /**
+     * How long a cycle waits for the router to pass a snapshot's mark: the mark is the log's end, which the router passes
+     * with the next event or heartbeat; the interval, between 10 s and 30 s.
+     */
+    private Duration markWait() {
+        return Duration.ofMillis(Math.min(MARK_WAIT.toMillis(), Math.max(10_000, interval.toMillis())));
+    }
+
     /** A tenth of the retention, between 1 s and 5 min: rows are deleted at most that long after they are due. */
     static Duration interval(Duration retention) {
         long ms = Math.max(1_000, Math.min(retention.toMillis() / 10, Duration.ofMinutes(5).toMillis()));
@@ -152,7 +162,7 @@ public final class Retention implements AutoCloseable {
                 return;
             }
             try {
-                runOnce();
+                runOnce(markWait(), () -> !closed && active.getAsBoolean());
                 lastError = null;
             } catch (SQLException | RuntimeException e) {
                 String message = "outbox retention of router " + config.name() + " failed, tried again in "
@@ -168,51 +178,81 @@ public final class Retention implements AutoCloseable {
 
     /** One cycle over every outbox table. */
     public Cycle runOnce() throws SQLException {
-        return runOnce(Duration.ofNanos(Math.min(MARK_WAIT.toNanos(), interval.toNanos())));
+        return runOnce(markWait(), () -> true);
+    }
+
+    /** One cycle over every outbox table, waiting at most {@code markWait} for the router to publish past each mark. */
+    public Cycle runOnce(Duration markWait) throws SQLException {
+        return runOnce(markWait, () -> true);
     }
 
     /**
      * One cycle over every outbox table.
      *
      * @param markWait how long to wait, per snapshot, for the router to publish past the snapshot's log mark
+     * @param active   whether this process still streams the source: checked before each batch, so that a process that
+     *                 lost its lock stops deleting
      */
-    public Cycle runOnce(Duration markWait) throws SQLException {
+    public Cycle runOnce(Duration markWait, BooleanSupplier active) throws SQLException {
         var deleted = new LinkedHashMap<String, Integer>();
+        var hold = stored().retentionHold(config.name()).filter(since -> since.plus(settings.after()).isAfter(java.time.Instant.now()));
+        if (hold.isPresent()) {
+            String until = hold.get().plus(settings.after()).toString();
+            if (!until.equals(heldUntil)) {
+                LOG.warn("Router {}: outbox retention is held until {}: the position was set, reset or a gap accepted at {}, and the "
+                        + "rows of the events in between may have to be replayed; nothing is deleted before", config.name(), until, hold.get());
+                heldUntil = until;
+            }
+            waitingFor = "held until " + until + " (position set, reset or gap accepted at " + hold.get() + ")";
+            return new Cycle(Map.of(), waitingFor);
+        }
         String waiting = null;
+        SQLException failed = null;
         try (Connection c = source(config).open()) {
             for (String table : config.source().tables()) {
                 int total = 0;
-                while (!closed) {
-                    var batch = candidates(c, table);
-                    if (batch.ids().isEmpty()) {
-                        break;
+                try {
+                    while (!closed && active.getAsBoolean()) {
+                        var batch = candidates(c, table);
+                        if (batch.ids().isEmpty()) {
+                            break;
+                        }
+                        if (!awaitPublished(c, batch.mark(), markWait)) {
+                            waiting = batch.mark().text();
+                            // Once when it starts waiting; then quietly, while the router stays behind (or the outbox is quiet).
+                            (waitingFor == null ? LOG.atInfo() : LOG.atDebug()).log("Router {}: {} rows of {} are older than the "
+                                    + "retention, but the router has not yet stored a position past {} (the log position when they "
+                                    + "were read): kept for now; on a quiet outbox, the next event or heartbeat moves it", config.name(),
+                                    batch.ids().size(), table, batch.mark().text());
+                            break;
+                        }
+                        total += delete(c, table, batch.ids(), active);
+                        if (batch.ids().size() < settings.batchSize() * BATCHES_PER_SNAPSHOT) {
+                            break;
+                        }
                     }
-                    if (!awaitPublished(batch.mark(), markWait)) {
-                        waiting = batch.mark().text();
-                        // Once when it starts waiting; then quietly, while the router stays behind (or the outbox quiet).
-                        (waitingFor == null ? LOG.atInfo() : LOG.atDebug()).log("Router {}: {} rows of {} are older than the retention, but the router has not yet stored a position "
-                                + "past {} (the log position when they were read): kept for now; on a quiet outbox, the next event or "
-                                + "heartbeat moves it", config.name(), batch.ids().size(), table, batch.mark().text());
-                        break;
+                    var age = oldest(c, table);
+                    if (age == null) {
+                        oldestKept.remove(table);
+                    } else {
+                        oldestKept.put(table, age);
                     }
-                    total += delete(c, table, batch.ids());
-                    if (batch.ids().size() < settings.batchSize() * BATCHES_PER_SNAPSHOT) {
-                        break;
-                    }
+                    listener.oldest(table, age);
+                } catch (SQLException e) {
+                    // A lock wait that timed out, a lost connection: the other tables still get their turn; this one's next cycle.
+                    LOG.warn("Router {}: outbox retention of {} stopped for this cycle after {} rows: {}", config.name(), table, total,
+                            e.getMessage());
+                    failed = failed == null ? e : failed;
                 }
                 deleted.put(table, total);
                 if (total > 0) {
                     LOG.info("Router {}: outbox retention deleted {} published rows of {} older than {}", config.name(), total, table,
                             io.outboxrouter.config.Durations.format(settings.after()));
                 }
-                var age = oldest(c, table);
-                if (age == null) {
-                    oldestKept.remove(table);
-                } else {
-                    oldestKept.put(table, age);
-                }
-                listener.oldest(table, age);
             }
+        }
+        if (failed != null) {
+            throw failed;
         }
         waitingFor = waiting;
         return new Cycle(Collections.unmodifiableMap(deleted), waiting);
@@ -242,30 +282,33 @@ public final class Retention implements AutoCloseable {
         }
     }
 
-    private boolean awaitPublished(Source.LogMark mark, Duration wait) throws SQLException {
+    private boolean awaitPublished(Connection c, Source.LogMark mark, Duration wait) throws SQLException {
         long deadline = System.nanoTime() + wait.toNanos();
         while (!closed) {
-            if (source.publishedPast(mark, this::stored)) {
+            if (source.publishedPast(mark, c, this::stored)) {
                 return true;
             }
             if (System.nanoTime() > deadline) {
                 return false;
             }
-            sleep(Duration.ofMillis(200));
+            sleep(Duration.ofMillis(500));
         }
         return false;
     }
 
     /** By id, a batch at a time, each its own short transaction, with a pause as long as the batch took (at least 20 ms). */
-    private int delete(Connection c, String table, List<Object> ids) throws SQLException {
+    private int delete(Connection c, String table, List<Object> ids, BooleanSupplier active) throws SQLException {
         try (var st = c.createStatement()) {
             st.execute(source.shortLockWait());
         }
+        // The age and shard conditions again: an id is not known to be unique, and a newer row with the same id stays.
+        String filter = source.rowFilter(table);
+        String also = " AND " + source.olderThan(settings.timeColumn(), settings.after()) + (filter == null ? "" : " AND (" + filter + ")");
         int deleted = 0;
-        for (int from = 0; from < ids.size() && !closed; from += settings.batchSize()) {
+        for (int from = 0; from < ids.size() && !closed && active.getAsBoolean(); from += settings.batchSize()) {
             var batch = ids.subList(from, Math.min(ids.size(), from + settings.batchSize()));
             String sql = "DELETE FROM " + table + " WHERE " + config.outbox().columns().id() + " IN ("
-                    + String.join(", ", Collections.nCopies(batch.size(), "?")) + ")";
+                    + String.join(", ", Collections.nCopies(batch.size(), "?")) + ")" + also;
             long started = System.nanoTime();
             try (var ps = c.prepareStatement(sql)) {
                 for (int i = 0; i < batch.size(); i++) {
@@ -295,6 +338,9 @@ public final class Retention implements AutoCloseable {
         var t = stored;
         if (t == null) {
             synchronized (this) {
+                if (closed) {
+                    throw new IllegalStateException("retention of router " + config.name() + " is closed");
+                }
                 if (stored == null) {
                     stored = OffsetTable.open(OffsetTableSettings.offsets(config));
                 }
@@ -326,7 +372,9 @@ public final class Retention implements AutoCloseable {
 
     @Override
     public void close() {
-        closed = true;
+        synchronized (this) {
+            closed = true;
+        }
         timer.shutdownNow();
         try {
             timer.awaitTermination(10, TimeUnit.SECONDS);

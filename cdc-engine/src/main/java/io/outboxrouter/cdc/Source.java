@@ -102,7 +102,9 @@ public sealed interface Source permits PostgresSource, BinlogSource {
     default void resetPosition(OffsetTable table, String routerName) {
         table.delete(routerName);
         // The table is then the position: an exactly-once router's offsets topic still holds the forgotten one.
-        table.write(routerName, Map.of(OffsetTable.STATE_KEY, OffsetTable.RESET, OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE));
+        // The events between the old position and the new one may be replayed from the outbox rows: retention keeps them.
+        table.write(routerName, Map.of(OffsetTable.STATE_KEY, OffsetTable.RESET, OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE,
+                OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()));
     }
 
     /** The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch. */
@@ -146,9 +148,10 @@ public sealed interface Source permits PostgresSource, BinlogSource {
      * Whether the router has published, and stored the position past, every transaction that committed before the mark
      * (Postgres: the slot's confirmed position, which only moves once that holds; MySQL/MariaDB: the stored position).
      *
+     * @param c      a connection to the source, in auto-commit mode
      * @param stored the router's offsets table (opened on first use), for sources that compare with the stored position
      */
-    boolean publishedPast(LogMark mark, java.util.function.Supplier<OffsetTable> stored) throws SQLException;
+    boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException;
 
     /** A condition on {@code column} (a timestamp) that holds for rows older than {@code age}, by the database's clock. */
     String olderThan(String column, java.time.Duration age);

@@ -90,6 +90,45 @@ public final class RouterConfigLoader {
         return config;
     }
 
+    /**
+     * The routing part of a router's configuration alone, for the Kafka Connect transformation: what is routed and how.
+     *
+     * @param tables        the outbox tables; empty: every table the connector captures
+     * @param messagePrefix the prefix of the logical decoding messages routed as events; null: none
+     */
+    public record Routing(List<String> tables, String messagePrefix, OutboxConfig outbox, RoutingConfig routing) {
+    }
+
+    /**
+     * Reads {@code source.tables}, {@code source.postgres.messages.prefix}, {@code outbox.*} and {@code routing.*} as the router
+     * reads them (same keys, defaults and messages), from a tree of maps, lists and strings; any other key is unknown.
+     *
+     * @throws ConfigException with every problem, each naming its key and value
+     */
+    public static Routing routing(Map<String, Object> tree) {
+        var problems = new ArrayList<String>();
+        var top = new ConfigNode("", YAML.valueToTree(tree), Map.of(), problems);
+        var source = top.child("source");
+        var tables = source.stringList("tables", List.of());
+        for (String t : tables) {
+            if (!QUALIFIED_TABLE.matcher(t).matches()) {
+                source.problem(source.key("tables"), "must be qualified table names like public.outbox (was \"" + t + "\")");
+            }
+        }
+        var messages = source.child("postgres").child("messages");
+        String prefix = messages.optionalString("prefix").orElse(null);
+        if (prefix != null && !MESSAGE_PREFIX.matcher(prefix).matches()) {
+            messages.problem(messages.key("prefix"), "must be 1 to 64 letters, digits or any of _.:/- (was \"" + prefix + "\")");
+        }
+        var outbox = outbox(top.child("outbox"));
+        var routing = routing(top.child("routing"), outbox);
+        top.rejectUnknown();
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+        return new Routing(tables, prefix, outbox, routing);
+    }
+
     /** Every key of the configuration model, as the loader reads them (maps such as {@code kafka.producer} as one key). */
     static SortedSet<String> modelKeys() {
         var top = new ConfigNode("", MissingNode.getInstance(), Map.of(), new ArrayList<>());

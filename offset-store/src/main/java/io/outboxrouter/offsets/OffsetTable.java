@@ -39,6 +39,11 @@ public final class OffsetTable implements AutoCloseable {
     public static final String AUTHORITY_KEY = "outbox-router.authority";
     public static final String TABLE = "{\"authority\":\"table\"}";
     public static final String TOPIC = "{\"authority\":\"topic\"}";
+    /**
+     * The row that pauses outbox retention: written when the position is moved by hand or a gap accepted ({@code offsets
+     * set|reset}, {@code run --accept-gap}), whose events may have to be replayed from the rows retention would delete.
+     */
+    public static final String RETENTION_HOLD_KEY = "outbox-router.retention-hold";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -81,7 +86,27 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(STATE_KEY);
         out.remove(FENCE_KEY);
         out.remove(AUTHORITY_KEY);
+        out.remove(RETENTION_HOLD_KEY);
         return out;
+    }
+
+    /** The value of a {@link #RETENTION_HOLD_KEY} row written now. */
+    public static String retentionHoldFromNow() {
+        return "{\"since\":\"" + java.time.Instant.now() + "\"}";
+    }
+
+    /** Since when outbox retention is held ({@link #RETENTION_HOLD_KEY}); empty when it is not. */
+    public Optional<java.time.Instant> retentionHold(String routerName) {
+        var value = readAll(routerName).get(RETENTION_HOLD_KEY);
+        if (value == null) {
+            return Optional.empty();
+        }
+        var m = java.util.regex.Pattern.compile("\"since\"\\s*:\\s*\"([^\"]+)\"").matcher(value);
+        try {
+            return m.find() ? Optional.of(java.time.Instant.parse(m.group(1))) : Optional.of(java.time.Instant.now());
+        } catch (java.time.format.DateTimeParseException e) {
+            return Optional.of(java.time.Instant.now()); // unreadable: held, from now
+        }
     }
 
     /** Which copy of the router's position is authoritative ({@link #TABLE}, {@link #TOPIC}); empty when no row says. */

@@ -174,6 +174,7 @@ final class OffsetsCommand {
                 writeCommitted(c, entries);
                 var withAuthority = new LinkedHashMap<>(entries);
                 withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE); // the next start resumes from this table
+                withAuthority.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()); // rows to replay are kept
                 table.write(c.name(), withAuthority);
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));

@@ -35,6 +35,7 @@ public final class OutboxRouting {
 
     private final Set<String> outboxTables;
     private final String messagePrefix;
+    private final boolean anyTable;
     private final Set<String> otherTables;
     private final OutboxConfig.Columns columns;
     private final Map<String, String> headerColumns;
@@ -64,6 +65,20 @@ public final class OutboxRouting {
      */
     public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, String messagePrefix, OutboxConfig outbox,
                          TopicTemplate topic) {
+        this(outboxTables, otherTables, false, messagePrefix, outbox, topic);
+    }
+
+    /**
+     * For the Kafka Connect transformation with no {@code source.tables}: every captured table is an outbox (the connector's
+     * {@code table.include.list} says which).
+     */
+    public static OutboxRouting anyTable(String messagePrefix, OutboxConfig outbox, TopicTemplate topic) {
+        return new OutboxRouting(Set.of(), Set.of(), true, messagePrefix, outbox, topic);
+    }
+
+    private OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, boolean anyTable, String messagePrefix,
+                          OutboxConfig outbox, TopicTemplate topic) {
+        this.anyTable = anyTable;
         this.messagePrefix = messagePrefix;
         this.outboxTables = Set.copyOf(outboxTables);
         this.otherTables = Set.copyOf(otherTables);
@@ -78,7 +93,7 @@ public final class OutboxRouting {
         if (change.operation().isMessage()) {
             return routeMessage(change);
         }
-        if (!outboxTables.contains(change.table())) {
+        if (!anyTable && !outboxTables.contains(change.table())) {
             return otherTables.contains(change.table()) ? new RoutingResult.Ignore(change.table() + " is not an outbox table")
                     : new RoutingResult.Unrouted(change.table());
         }

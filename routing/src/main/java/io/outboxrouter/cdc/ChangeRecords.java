@@ -15,12 +15,15 @@ import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
 
-/** Turns Debezium change records into {@link ChangeEvent}s; everything else (markers, heartbeats) is not one. */
-final class ChangeRecords {
+/**
+ * Turns Debezium change records into {@link ChangeEvent}s; everything else (markers, heartbeats) is not one. One instance
+ * per thread (it caches per schema).
+ */
+public final class ChangeRecords {
     private final Function<Struct, String> position;
 
     /** @param position renders the {@code source} block of a record as a readable position */
-    ChangeRecords(Function<Struct, String> position) {
+    public ChangeRecords(Function<Struct, String> position) {
         this.position = position;
     }
 
@@ -48,7 +51,7 @@ final class ChangeRecords {
     /** Engine thread only. Keyed by identity: a schema's equals compares every field, which is what this avoids. */
     private final Map<Schema, Envelope> envelopes = new IdentityHashMap<>();
 
-    Optional<ChangeEvent> toEvent(SourceRecord record) {
+    public Optional<ChangeEvent> toEvent(SourceRecord record) {
         if (!(record.value() instanceof Struct value)) {
             return Optional.empty();
         }

@@ -87,7 +87,7 @@ final class MessageContent {
         } catch (JsonProcessingException e) {
             throw new Invalid("the message is not valid JSON: " + e.getOriginalMessage() + " at byte "
                     + (e.getLocation() == null ? "?" : e.getLocation().getByteOffset()));
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
             throw new Invalid("the message cannot be read: " + e.getMessage());
         }
         extra.putAll(logical); // the five fields win over an extra field named like their column
@@ -116,6 +116,10 @@ final class MessageContent {
             p.getTextLength(); // a string is read lazily: finish it, so that the location is past its closing quote
         }
         long end = p.currentLocation().getByteOffset();
+        if (start < 0 || end < start || end > content.length) {
+            // Not UTF-8 (JSON in UTF-16 or UTF-32 is read without byte offsets): the bytes cannot be cut out as written.
+            throw new IOException("the payload's bytes cannot be located: write the message in UTF-8");
+        }
         return Arrays.copyOfRange(content, (int) start, (int) end);
     }
 }

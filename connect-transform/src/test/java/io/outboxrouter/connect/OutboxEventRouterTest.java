@@ -1,0 +1,57 @@
+package io.outboxrouter.connect;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.junit.jupiter.api.Test;
+
+class OutboxEventRouterTest {
+    private static OutboxEventRouter<SourceRecord> configured(Map<String, String> props) {
+        var t = new OutboxEventRouter<SourceRecord>();
+        t.configure(props);
+        return t;
+    }
+
+    @Test
+    void badSettingsAreRefusedWithTheRoutersMessagesNamingKeyAndValue() {
+        assertThatThrownBy(() -> configured(Map.of("routing.topic", "events.${tenant}")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("routing.topic: unknown placeholder ${tenant} in \"events.${tenant}\"");
+        assertThatThrownBy(() -> configured(Map.of("outbox.columns.payload", "pay load")))
+                .hasMessageContaining("outbox.columns.payload: must be a column name (was \"pay load\")");
+        assertThatThrownBy(() -> configured(Map.of("routing.dead-letters.policy", "drop")))
+                .hasMessageContaining("routing.dead-letters.policy");
+        assertThatThrownBy(() -> configured(Map.of("source.tables", "outbox")))
+                .hasMessageContaining("source.tables: must be qualified table names like public.outbox (was \"outbox\")");
+        assertThatThrownBy(() -> configured(Map.of("outbox.headers", "tracingspancontext")))
+                .hasMessageContaining("must be column:header pairs");
+        // a header column is a template placeholder, as in the router
+        configured(Map.of("outbox.headers", "tenant:x-tenant", "routing.topic", "${tenant}.${aggregatetype}"));
+    }
+
+    @Test
+    void recordsThatAreNotChangesAreDroppedAndOtherTablesPassThrough() {
+        var t = configured(Map.of("source.tables", "public.outbox"));
+        var heartbeatSchema = SchemaBuilder.struct().field("ts_ms", Schema.INT64_SCHEMA).build();
+        var heartbeat = new SourceRecord(Map.of(), Map.of(), "__debezium-heartbeat.shop", heartbeatSchema,
+                new Struct(heartbeatSchema).put("ts_ms", 1L));
+        assertThat(t.apply(heartbeat)).isNull();
+        assertThat(t.apply(new SourceRecord(Map.of(), Map.of(), "shop.public.outbox", null, null))).as("a tombstone").isNull();
+
+        var source = SchemaBuilder.struct().field("schema", Schema.STRING_SCHEMA).field("table", Schema.STRING_SCHEMA)
+                .field("lsn", Schema.OPTIONAL_INT64_SCHEMA).field("ts_ms", Schema.OPTIONAL_INT64_SCHEMA).build();
+        var row = SchemaBuilder.struct().optional().field("id", Schema.STRING_SCHEMA).build();
+        var envelope = SchemaBuilder.struct().field("op", Schema.STRING_SCHEMA).field("source", source)
+                .field("before", row).field("after", row).build();
+        var other = new SourceRecord(Map.of(), Map.of(), "shop.public.orders", envelope, new Struct(envelope).put("op", "c")
+                .put("source", new Struct(source).put("schema", "public").put("table", "orders").put("lsn", 10L).put("ts_ms", 1L))
+                .put("after", new Struct(row).put("id", "o-1")));
+        assertThat(t.apply(other)).as("a change of another table").isSameAs(other);
+    }
+}
