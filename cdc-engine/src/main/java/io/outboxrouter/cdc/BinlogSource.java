@@ -256,30 +256,52 @@ final class BinlogSource implements Source {
                 return false; // stored from another server: its file and position say nothing about this one's
             }
             var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
-            if (offset.path("event").asLong(0) > 0 || offset.path("row").asLong(0) > 0) {
-                // Stored at a transaction's END (heartbeats inside a transaction are never stored: TransactionBoundaries):
-                // the connector resumes at its start and skips its events, so where that transaction ends is behind it.
-                at = transactionEnd(c, at);
+            if (at.compareTo(m.end()) >= 0) {
+                return true;
             }
-            return at.compareTo(m.end()) >= 0;
-        } catch (IOException e) {
+            // Behind the mark: what lies between matters only if it holds outbox rows. The connector resumes at `at` and skips
+            // `event` events of the transaction there; stored at that transaction's END marker (the offset names it), the
+            // whole transaction is behind the router.
+            boolean throughFirstTransaction = (offset.path("event").asLong(0) > 0 || offset.path("row").asLong(0) > 0)
+                    && offset.has("transaction_id");
+            return noOutboxRowsBetween(c, at, m.end(), throughFirstTransaction);
+                } catch (IOException e) {
             return false;
         }
     }
 
-    /** Where the transaction that starts at {@code start} ends (its Xid or COMMIT event); {@code start} when not found near it. */
-    private static BinlogPosition transactionEnd(Connection c, BinlogPosition start) throws SQLException {
+    /**
+     * Whether no transaction between {@code from} and {@code to} (one binlog file) writes an outbox table, apart from the
+     * first one when {@code throughFirstTransaction}: then every outbox row committed before {@code to} is behind a router
+     * resuming at {@code from}. False when it cannot tell (another file, too many events).
+     */
+    private boolean noOutboxRowsBetween(Connection c, BinlogPosition from, BinlogPosition to, boolean throughFirstTransaction)
+            throws SQLException {
+        if (!from.file().equals(to.file())) {
+            return false;
+        }
+        var tables = config.source().tables();
+        boolean inFirst = throughFirstTransaction;
         try (var st = c.createStatement();
-             var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + start.file().replace("'", "") + "' FROM " + start.position() + " LIMIT 2000")) {
+             var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + from.file().replace("'", "") + "' FROM " + from.position() + " LIMIT 5000")) {
             while (rs.next()) {
+                if (rs.getLong("End_log_pos") > to.position()) {
+                    return true;
+                }
                 String type = rs.getString("Event_type");
                 String info = rs.getString("Info");
+                if (!inFirst && "Table_map".equalsIgnoreCase(type) && info != null && tables.stream().anyMatch(t -> info.contains("(" + t + ")"))) {
+                    return false;
+                }
                 if ("Xid".equalsIgnoreCase(type) || "Query".equalsIgnoreCase(type) && info != null && info.trim().equalsIgnoreCase("COMMIT")) {
-                    return new BinlogPosition(start.file(), rs.getLong("End_log_pos"));
+                    inFirst = false;
+                    if (rs.getLong("End_log_pos") >= to.position()) {
+                        return true;
+                    }
                 }
             }
         }
-        return start;
+        return false;
     }
 
     @Override

@@ -61,26 +61,12 @@ final class TransactionBoundaries<R> {
                 }
             } else if (inTransaction(r)) {
                 lastChange = event;
-            } else if (!open && (isSnapshotRow(r) || !changesOnly && !midTransaction(r))) {
+            } else if (!open && (!changesOnly || isSnapshotRow(r))) {
                 // Outside any transaction: snapshot rows; and, on the binlog, heartbeats.
                 safe = new Safe<>(event, i);
             }
         }
         return safe;
-    }
-
-    /**
-     * A binlog heartbeat sent in the middle of a transaction of other tables (the connector sends one after any event):
-     * its position is that transaction's start plus events to skip. It resumes correctly, but read as "up to the end of
-     * that transaction" (as outbox retention reads a position stored at an END) it would overstate what was published.
-     */
-    private static boolean midTransaction(SourceRecord r) {
-        var offset = r.sourceOffset();
-        return offset != null && (positive(offset.get("event")) || positive(offset.get("row")));
-    }
-
-    private static boolean positive(Object n) {
-        return n instanceof Number v && v.longValue() > 0;
     }
 
     private static boolean inTransaction(SourceRecord r) {

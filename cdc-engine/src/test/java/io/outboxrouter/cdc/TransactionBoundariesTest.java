@@ -85,15 +85,6 @@ class TransactionBoundariesTest {
         assertThat(index(binlog().lastSafe(List.of(heartbeat(), heartbeat())))).isEqualTo(1);
     }
 
-    /** A binlog heartbeat inside another table's transaction resumes right but does not mean that transaction is done. */
-    @Test
-    void onTheBinlogAHeartbeatFromInsideATransactionIsNotStored() {
-        var inside = new SourceRecord(Map.of(), Map.of("file", "bin.000001", "pos", 400L, "event", 2L), "__debezium-heartbeat.router",
-                HEARTBEAT, new Struct(HEARTBEAT).put("ts_ms", 1L));
-        assertThat(binlog().lastSafe(List.of(inside))).isNull();
-        assertThat(index(binlog().lastSafe(List.of(heartbeat(), inside)))).isZero();
-    }
-
     @Test
     void aTransactionSpanningBatchesIsSafeOnlyAtItsEnd() {
         var b = binlog();

@@ -39,7 +39,8 @@ import org.slf4j.LoggerFactory;
  *       {@code source.commit.time}, and the columns of {@code outbox.headers}) as strings.</li>
  *   <li>UPDATEs and DELETEs of outbox rows, tombstones, heartbeats and transaction markers give nothing (the record is
  *       dropped).</li>
- *   <li>A change of a table that is not named in {@code source.tables} (when it is set) passes through unchanged.</li>
+ *   <li>A change of a table that is not named in {@code source.tables} (when it is set) is dropped with a warning, once a
+ *       minute per table: the router too publishes nothing for it and says so.</li>
  *   <li>A row that cannot be routed is handled by {@code routing.dead-letters.policy}: {@code dead-letter} (default)
  *       re-addresses it to {@code routing.dead-letters.topic} with the reason in headers (Connect has no dead-letter queue
  *       for source connectors, so the transformation does it: the record the router would send); {@code fail} fails the
@@ -64,34 +65,95 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
     private RoutingConfig.DeadLetterPolicy policy;
     /** Per instance: Connect runs one transformation instance per task, on the task's thread. */
     private final ChangeRecords changeRecords = new ChangeRecords(SourcePositions::of);
+    /** When a not-routed table was last logged, so that it is logged once a minute. Task thread only. */
+    private final Map<String, Long> unroutedLogged = new java.util.HashMap<>();
 
+    /**
+     * Each key is checked alone by the router's own loader (its message names the key and the value), so that Connect's
+     * validate endpoint and {@code POST /connectors} refuse a bad setting; what depends on several keys (a template's
+     * placeholder that is a header column) is checked again, together, when the task starts.
+     */
     private static ConfigDef configDef() {
         var d = OutboxConfigDefaults.DEFAULTS;
         var def = new ConfigDef()
-                .define(TABLES, ConfigDef.Type.LIST, "", ConfigDef.Importance.HIGH,
+                .define(TABLES, ConfigDef.Type.LIST, "", RouterKey.INSTANCE, ConfigDef.Importance.HIGH,
                         "Qualified outbox tables (public.outbox); empty: every table the connector captures is an outbox")
-                .define(MESSAGE_PREFIX, ConfigDef.Type.STRING, null, ConfigDef.Importance.MEDIUM,
+                .define(MESSAGE_PREFIX, ConfigDef.Type.STRING, null, RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
                         "Postgres: also route transactional logical decoding messages with this prefix (set the connector's "
-                                + "message.prefix.include.list to it)");
+                                + "message.prefix.include.list to it, a regular expression: escape its dots)");
         for (String column : COLUMNS) {
-            def.define("outbox.columns." + column, ConfigDef.Type.STRING, d.get(column), ConfigDef.Importance.MEDIUM,
+            def.define("outbox.columns." + column, ConfigDef.Type.STRING, d.get(column), RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
                     "the outbox table's " + column + " column");
         }
         return def
-                .define(HEADERS, ConfigDef.Type.LIST, "", ConfigDef.Importance.MEDIUM,
+                .define(HEADERS, ConfigDef.Type.LIST, "", RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
                         "column:header pairs: more columns sent as Kafka headers, e.g. tracingspancontext:traceparent")
-                .define("outbox.payload-format", ConfigDef.Type.STRING, "bytes", ConfigDef.Importance.LOW,
+                .define("outbox.payload-format", ConfigDef.Type.STRING, "bytes", RouterKey.INSTANCE, ConfigDef.Importance.LOW,
                         "bytes: payloads as stored, unchecked; json: a payload that is not one JSON document is a dead letter")
-                .define("routing.topic", ConfigDef.Type.STRING, RouterConfigLoader.DEFAULT_TOPIC, ConfigDef.Importance.HIGH,
+                .define("routing.topic", ConfigDef.Type.STRING, RouterConfigLoader.DEFAULT_TOPIC, RouterKey.TEMPLATE, ConfigDef.Importance.HIGH,
                         "topic template: ${id}, ${aggregatetype}, ${aggregateid}, ${type}, or a column named under outbox.columns or outbox.headers")
-                .define("routing.dead-letters.policy", ConfigDef.Type.STRING, "dead-letter", ConfigDef.Importance.MEDIUM,
+                .define("routing.dead-letters.policy", ConfigDef.Type.STRING, "dead-letter", RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
                         "rows that cannot be routed: dead-letter (re-addressed to routing.dead-letters.topic), fail (the task fails) or skip")
                 .define("routing.dead-letters.topic", ConfigDef.Type.STRING, RouterConfigLoader.DEFAULT_DEAD_LETTER_TOPIC,
-                        ConfigDef.Importance.MEDIUM, "the dead-letter topic");
+                        RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM, "the dead-letter topic");
+    }
+
+    /** Checks one key's value with the router's loader; {@link #TEMPLATE} checks a topic template's syntax only. */
+    private enum RouterKey implements ConfigDef.Validator {
+        INSTANCE, TEMPLATE;
+
+        @Override
+        public void ensureValid(String name, Object value) {
+            if (value == null) {
+                return;
+            }
+            if (this == TEMPLATE) {
+                try {
+                    io.outboxrouter.config.TopicTemplate.parse(value.toString());
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException(name, value, e.getMessage());
+                }
+                return;
+            }
+            var props = new LinkedHashMap<String, Object>();
+            props.put(name, value instanceof List<?> l ? String.join(",", l.stream().map(Object::toString).toList()) : value);
+            var problems = problems(props);
+            if (!problems.isEmpty()) {
+                throw new ConfigException(name, value, String.join("; ", problems));
+            }
+        }
+    }
+
+    /** The router's messages for these settings; empty when they are good. */
+    private static List<String> problems(Map<String, ?> props) {
+        try {
+            RouterConfigLoader.routing(tree(props));
+            return List.of();
+        } catch (io.outboxrouter.config.ConfigException e) {
+            return e.problems();
+        } catch (ConfigException e) {
+            return List.of(e.getMessage());
+        }
     }
 
     @Override
     public void configure(Map<String, ?> props) {
+        RouterConfigLoader.Routing config;
+        try {
+            config = RouterConfigLoader.routing(tree(props));
+        } catch (io.outboxrouter.config.ConfigException e) {
+            // The router's own messages, each naming its key and the value.
+            throw new ConfigException(String.join("; ", e.problems()));
+        }
+        this.routing = config.tables().isEmpty()
+                ? OutboxRouting.anyTable(config.messagePrefix(), config.outbox(), config.routing().topic())
+                : new OutboxRouting(config.tables(), List.of(), config.messagePrefix(), config.outbox(), config.routing().topic());
+        this.deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
+        this.policy = config.routing().deadLetters().policy();
+    }
+
+    /** Connect's flat keys as the router's YAML tree. */
+    private static Map<String, Object> tree(Map<String, ?> props) {
         var tree = new LinkedHashMap<String, Object>();
         Object tables = props.get(TABLES);
         if (tables != null && !tables.toString().isBlank()) {
@@ -126,18 +188,7 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
                 put(tree, key, v.toString());
             }
         }
-        RouterConfigLoader.Routing config;
-        try {
-            config = RouterConfigLoader.routing(tree);
-        } catch (io.outboxrouter.config.ConfigException e) {
-            // The router's own messages, each naming its key and the value.
-            throw new ConfigException(String.join("; ", e.problems()));
-        }
-        this.routing = config.tables().isEmpty()
-                ? OutboxRouting.anyTable(config.messagePrefix(), config.outbox(), config.routing().topic())
-                : new OutboxRouting(config.tables(), List.of(), config.messagePrefix(), config.outbox(), config.routing().topic());
-        this.deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-        this.policy = config.routing().deadLetters().policy();
+        return tree;
     }
 
     @Override
@@ -153,8 +204,18 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
         if (result instanceof RoutingResult.Publish publish) {
             return rebuild(record, publish.record());
         }
-        if (result instanceof RoutingResult.Unrouted) {
-            return record; // another captured table: not ours to change
+        if (result instanceof RoutingResult.Unrouted unrouted) {
+            // A captured table that source.tables does not name (often a name spelled otherwise than the database does, or
+            // a heartbeat table): its raw change record could not pass the value converter either. Dropped, and said.
+            long now = System.nanoTime();
+            Long last = unroutedLogged.get(unrouted.table());
+            if (last == null || now - last > java.util.concurrent.TimeUnit.MINUTES.toNanos(1)) {
+                unroutedLogged.put(unrouted.table(), now);
+                LOG.warn("A change from table {} at {} is not routed: the connector captures it, but {} does not name it (as the "
+                        + "database spells it); dropped. Fix {} or the connector's table.include.list", unrouted.table(),
+                        change.get().position(), TABLES, TABLES);
+            }
+            return null;
         }
         if (!(result instanceof RoutingResult.Reject reject)) {
             return null; // an UPDATE or DELETE of an outbox row, another prefix's message
