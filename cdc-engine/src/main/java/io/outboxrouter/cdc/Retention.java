@@ -1,5 +1,6 @@
 package io.outboxrouter.cdc;
 
+import io.outboxrouter.config.Durations;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetTable;
@@ -44,8 +45,6 @@ public final class Retention implements AutoCloseable {
 
         /** After each cycle: the age of the oldest row kept per table (null for an empty table). */
         void oldest(String table, Duration age);
-
-        void problem(String message);
     }
 
     /** What one cycle did: rows deleted per table; {@code waiting} when old rows were left because the router was not past them yet. */
@@ -120,7 +119,7 @@ public final class Retention implements AutoCloseable {
                     continue;
                 }
                 String denied = source.deleteDenied(table);
-                checks.add(denied == null ? Check.pass(name, "rows older than " + io.outboxrouter.config.Durations.format(settings.after())
+                checks.add(denied == null ? Check.pass(name, "rows older than " + Durations.format(settings.after())
                         + " by " + settings.timeColumn() + " are deleted once published")
                         : Check.fail(name, denied, "GRANT DELETE ON " + table + " TO " + config.source().connection().user()));
             } catch (SQLException e) {
@@ -155,8 +154,8 @@ public final class Retention implements AutoCloseable {
     /** Runs a cycle every {@link #interval} while {@code active} (this process streams the source); never on a standby. */
     public void start(BooleanSupplier active) {
         LOG.info("Router {}: outbox retention {}: rows older than that by {}, once published, are deleted {} at a time (checked every {})",
-                config.name(), io.outboxrouter.config.Durations.format(settings.after()), settings.timeColumn(), settings.batchSize(),
-                io.outboxrouter.config.Durations.format(interval));
+                config.name(), Durations.format(settings.after()), settings.timeColumn(), settings.batchSize(),
+                Durations.format(interval));
         timer.scheduleWithFixedDelay(() -> {
             if (closed || !active.getAsBoolean()) {
                 return;
@@ -166,10 +165,9 @@ public final class Retention implements AutoCloseable {
                 lastError = null;
             } catch (SQLException | RuntimeException e) {
                 String message = "outbox retention of router " + config.name() + " failed, tried again in "
-                        + io.outboxrouter.config.Durations.format(interval) + ": " + e.getMessage();
+                        + Durations.format(interval) + ": " + e.getMessage();
                 LOG.warn(message);
                 lastError = e.getMessage();
-                listener.problem(message);
             } finally {
                 lastRun = java.time.Instant.now();
             }
@@ -208,7 +206,7 @@ public final class Retention implements AutoCloseable {
         }
         String waiting = null;
         SQLException failed = null;
-        try (Connection c = source(config).open()) {
+        try (Connection c = config.source().connection().open()) {
             for (String table : config.source().tables()) {
                 int total = 0;
                 try {
@@ -247,7 +245,7 @@ public final class Retention implements AutoCloseable {
                 deleted.put(table, total);
                 if (total > 0) {
                     LOG.info("Router {}: outbox retention deleted {} published rows of {} older than {}", config.name(), total, table,
-                            io.outboxrouter.config.Durations.format(settings.after()));
+                            Durations.format(settings.after()));
                 }
             }
         }
@@ -350,10 +348,6 @@ public final class Retention implements AutoCloseable {
         return t;
     }
 
-    private static io.outboxrouter.config.JdbcConnection source(RouterConfig config) {
-        return config.source().connection();
-    }
-
     private static void sleep(Duration d) {
         try {
             Thread.sleep(d.toMillis(), (int) (d.toNanos() % 1_000_000));
@@ -364,10 +358,6 @@ public final class Retention implements AutoCloseable {
 
     public Status status() {
         return new Status(settings.after(), deletedTotal.get(), Map.copyOf(oldestKept), waitingFor, lastRun, lastError);
-    }
-
-    public Duration interval() {
-        return interval;
     }
 
     @Override

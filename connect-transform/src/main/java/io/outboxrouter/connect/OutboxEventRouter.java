@@ -74,7 +74,7 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
      * placeholder that is a header column) is checked again, together, when the task starts.
      */
     private static ConfigDef configDef() {
-        var d = OutboxConfigDefaults.DEFAULTS;
+        var d = io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS;
         var def = new ConfigDef()
                 .define(TABLES, ConfigDef.Type.LIST, "", RouterKey.INSTANCE, ConfigDef.Importance.HIGH,
                         "Qualified outbox tables (public.outbox); empty: every table the connector captures is an outbox")
@@ -82,7 +82,7 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
                         "Postgres: also route transactional logical decoding messages with this prefix (set the connector's "
                                 + "message.prefix.include.list to it, a regular expression: escape its dots)");
         for (String column : COLUMNS) {
-            def.define("outbox.columns." + column, ConfigDef.Type.STRING, d.get(column), RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
+            def.define("outbox.columns." + column, ConfigDef.Type.STRING, defaultColumn(d, column), RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM,
                     "the outbox table's " + column + " column");
         }
         return def
@@ -96,6 +96,17 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
                         "rows that cannot be routed: dead-letter (re-addressed to routing.dead-letters.topic), fail (the task fails) or skip")
                 .define("routing.dead-letters.topic", ConfigDef.Type.STRING, RouterConfigLoader.DEFAULT_DEAD_LETTER_TOPIC,
                         RouterKey.INSTANCE, ConfigDef.Importance.MEDIUM, "the dead-letter topic");
+    }
+
+    /** The router's default for {@code outbox.columns.<key>}. */
+    private static String defaultColumn(io.outboxrouter.config.OutboxConfig.Columns d, String key) {
+        return switch (key) {
+            case "id" -> d.id();
+            case "aggregate-type" -> d.aggregateType();
+            case "aggregate-id" -> d.aggregateId();
+            case "type" -> d.type();
+            default -> d.payload();
+        };
     }
 
     /** Checks one key's value with the router's loader; {@link #TEMPLATE} checks a topic template's syntax only. */
@@ -274,15 +285,5 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
 
     @Override
     public void close() {
-    }
-
-    /** The router's column defaults, by key suffix. */
-    private static final class OutboxConfigDefaults {
-        static final Map<String, String> DEFAULTS = Map.of(
-                "id", io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS.id(),
-                "aggregate-type", io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS.aggregateType(),
-                "aggregate-id", io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS.aggregateId(),
-                "type", io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS.type(),
-                "payload", io.outboxrouter.config.OutboxConfig.Columns.DEFAULTS.payload());
     }
 }

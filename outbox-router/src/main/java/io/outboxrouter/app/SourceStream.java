@@ -89,11 +89,6 @@ final class SourceStream implements AutoCloseable {
             public void oldest(String table, Duration age) {
                 metrics.retentionOldest(table, age);
             }
-
-            @Override
-            public void problem(String message) {
-                // logged by retention; the status page shows it
-            }
         })) : Optional.empty();
     }
 

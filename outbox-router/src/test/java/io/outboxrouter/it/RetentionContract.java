@@ -33,10 +33,6 @@ abstract class RetentionContract {
         @Override
         public void oldest(String table, Duration age) {
         }
-
-        @Override
-        public void problem(String message) {
-        }
     };
 
     /** A fresh database with the outbox tables. */
