@@ -35,8 +35,11 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     volatile boolean stopping;
     private long lastStored;
     private boolean storedOnce;
-    /** Events were handled whose position is not stored yet: the next safe position is stored at once, never skipped. */
-    private boolean unstoredEvents;
+    /**
+     * Events were handled whose position is not stored yet: the next safe position is stored at once, never skipped. Read
+     * by a closing engine, which gives their transaction's end a moment to arrive.
+     */
+    private volatile boolean unstoredEvents;
 
     BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
                   ChangeRecords changeRecords,
@@ -154,6 +157,11 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         } catch (Exception e) {
             throw new IllegalStateException(e.getMessage(), e);
         }
+    }
+
+    /** Whether events were handed over whose position is not stored yet (their transaction's end not read yet). */
+    boolean unstoredEvents() {
+        return unstoredEvents;
     }
 
     @Override

@@ -39,6 +39,8 @@ public final class CdcEngine implements AutoCloseable {
      * a batch takes milliseconds, unless Kafka is down, and then a stop should not wait for the outage.
      */
     private static final Duration BATCH_FINISH_TIMEOUT = Duration.ofSeconds(5);
+    /** How long a stop waits for the end of a transaction whose events are published: a heartbeat and a batch. */
+    private static final Duration TRANSACTION_END_WAIT = PostgresSource.TRANSACTION_END_HEARTBEAT.plusSeconds(1); // ample
 
     private final String name;
     private final Source source;
@@ -55,7 +57,7 @@ public final class CdcEngine implements AutoCloseable {
         this.name = config.name();
         this.source = source;
         this.streamingMetrics = source.streamingMetrics(name);
-        var boundaries = new TransactionBoundaries<>(name, source.storesChangePositionsOnly(), RecordChangeEvent<SourceRecord>::record);
+        var boundaries = new TransactionBoundaries<>(name, source.boundaries(), RecordChangeEvent<SourceRecord>::record);
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 this::offsetStore);
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
@@ -177,11 +179,22 @@ public final class CdcEngine implements AutoCloseable {
     }
 
     /**
-     * Stops reading, lets the batch in flight finish (its events acknowledged, its position stored, for up to
+     * Gives the end of a transaction whose events are published a moment to be read (up to {@link #TRANSACTION_END_WAIT}),
+     * stops reading, lets the batch in flight finish (its events acknowledged, its position stored, for up to
      * {@link #BATCH_FINISH_TIMEOUT}), lets the engine store the last durable position, and waits for its thread.
      */
     @Override
     public void close() {
+        try {
+            // Events published whose transaction's end is not read yet (on Postgres, without transaction metadata, the
+            // next record or the connector's heartbeat tells it): wait a moment, or a restart sends them again.
+            long endDeadline = System.nanoTime() + TRANSACTION_END_WAIT.toNanos();
+            while (consumer.unstoredEvents() && isStreaming() && !completion.isDone() && System.nanoTime() < endDeadline) {
+                Thread.sleep(10);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         consumer.stopping = true;
         long deadline = System.nanoTime() + BATCH_FINISH_TIMEOUT.toNanos();
         try {

@@ -30,7 +30,8 @@ final class ConnectorProperties {
         OffsetTableSettings.offsets(config).toProperties(OffsetTableSettings.OFFSETS_PREFIX).forEach(p::setProperty);
         p.setProperty("offset.flush.interval.ms", "0");
         p.setProperty("offset.flush.timeout.ms", "60000");
-        p.setProperty("provide.transaction.metadata", "true");
+        // Transaction ends from BEGIN/END markers, or (Postgres) from what follows a transaction: see TransactionBoundaries.
+        p.setProperty("provide.transaction.metadata", Boolean.toString(kind.boundaries() != TransactionBoundaries.Mode.POSTGRES));
 
         var address = source.address();
         p.setProperty("database.hostname", address.host());

@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.Shard;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,10 +16,36 @@ public final class PostgresDdl {
         return "CREATE TABLE IF NOT EXISTS " + table + " (router_name varchar(200) PRIMARY KEY, beat_at timestamptz NOT NULL)";
     }
 
-    /** The heartbeat statement the connector runs; its row change moves the slot's confirmed position. */
-    static String heartbeat(String table, String routerName) {
-        return "INSERT INTO " + table + " (router_name, beat_at) VALUES ('" + routerName.replace("'", "''")
-                + "', now()) ON CONFLICT (router_name) DO UPDATE SET beat_at = EXCLUDED.beat_at";
+    /**
+     * The heartbeat statement the connector runs every {@code tick}; its row change moves the slot's confirmed position.
+     * It writes only once the row is {@code every} old: a statement that changes no row writes no WAL.
+     */
+    static String heartbeat(String table, String routerName, Duration every, Duration tick) {
+        String name = "'" + routerName.replace("'", "''") + "'";
+        return "INSERT INTO " + table + " (router_name, beat_at) SELECT " + name + ", now()" + unlessBeatSince(table, name, every, tick)
+                + " ON CONFLICT (router_name) DO UPDATE SET beat_at = EXCLUDED.beat_at";
+    }
+
+    /**
+     * A shard's heartbeat: a shard's publication carries inserts only (see {@link #createShardPublication}), so the row is
+     * deleted and inserted again rather than updated; both only once the row is {@code every} old.
+     */
+    static String shardHeartbeat(String table, String shardName, Duration every, Duration tick) {
+        String name = "'" + shardName.replace("'", "''") + "'";
+        return "DELETE FROM " + table + " WHERE router_name = " + name + (every.compareTo(tick) > 0 ? " AND beat_at <= " + since(every, tick) : "")
+                + "; INSERT INTO " + table + " (router_name, beat_at) SELECT " + name + ", now() WHERE NOT EXISTS (SELECT 1 FROM " + table
+                + " WHERE router_name = " + name + ")";
+    }
+
+    private static String unlessBeatSince(String table, String name, Duration every, Duration tick) {
+        return every.compareTo(tick) > 0
+                ? " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE router_name = " + name + " AND beat_at > " + since(every, tick) + ")"
+                : "";
+    }
+
+    /** The time a row written {@code every} ago, less half a tick, has: the tick that first finds it that old writes. */
+    private static String since(Duration every, Duration tick) {
+        return "now() - interval '" + (every.toMillis() - tick.toMillis() / 2) + " milliseconds'";
     }
 
     /**
@@ -35,15 +62,6 @@ public final class PostgresDdl {
                 + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
     }
 
-    /**
-     * A shard's heartbeat: a shard's publication carries inserts only (see {@link #createShardPublication}), so the row is
-     * deleted and inserted again rather than updated.
-     */
-    static String shardHeartbeat(String table, String shardName) {
-        String name = "'" + shardName.replace("'", "''") + "'";
-        return "DELETE FROM " + table + " WHERE router_name = " + name + "; INSERT INTO " + table + " (router_name, beat_at) VALUES ("
-                + name + ", now())";
-    }
 
     /**
      * The hash Postgres computes of an aggregate id column of this type (as {@code format_type} names it), for the row

@@ -30,6 +30,10 @@ final class PostgresDrain extends Drain {
             ps.setString(1, MESSAGE_PREFIX);
             ps.setString(2, token);
             ps.execute();
+            // A second transaction after it: without transaction metadata, its arrival tells at once that the marker's
+            // transaction has ended (else the next heartbeat does).
+            ps.setString(2, token + ".after");
+            ps.execute();
         }
     }
 

@@ -8,6 +8,7 @@ import io.outboxrouter.offsets.OffsetTableSettings;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +28,14 @@ final class PostgresSource implements Source {
     private final RouterConfig config;
     /** A shard's row filter per outbox table, found by {@link #prepare()}: its snapshot reads only its rows. */
     private volatile Map<String, String> shardFilters = Map.of();
+
+    /**
+     * How often, while nothing is read, the connector emits a heartbeat record when it runs without transaction metadata:
+     * about the longest a quiet spell leaves the last transaction's position unstored (a crash then sends it again). A
+     * heartbeat record costs next to nothing; with a heartbeat row, each also runs the row's statement, which writes only
+     * once the row is {@code heartbeat-interval} old (a no-op otherwise).
+     */
+    static final Duration TRANSACTION_END_HEARTBEAT = Duration.ofMillis(250);
 
     PostgresSource(RouterConfig config) {
         this.config = config;
@@ -79,12 +88,17 @@ final class PostgresSource implements Source {
         if (pg.messages() && source.tables().isEmpty()) {
             p.setProperty("snapshot.mode", "no_data"); // messages live in the WAL only: there is nothing to snapshot of them
         }
+        // The connector's heartbeat record tells the end of the last transaction before a quiet spell (without transaction
+        // metadata, nothing else follows it); it is emitted only while no message is read, and costs nothing under load.
+        Duration tick = boundaries() == TransactionBoundaries.Mode.POSTGRES ? TRANSACTION_END_HEARTBEAT : null;
         if (pg.heartbeat()) {
             // The heartbeat row is written through the replication stream like any change, so the slot's confirmed
-            // position moves with it; the router routes only outbox tables, so it publishes nothing.
-            p.setProperty("heartbeat.interval.ms", Long.toString(pg.heartbeatInterval().toMillis()));
-            p.setProperty("heartbeat.action.query", pg.shard() == null ? PostgresDdl.heartbeat(pg.heartbeatTable(), config.name())
-                    : PostgresDdl.shardHeartbeat(pg.heartbeatTable(), config.name()));
+            // position moves with it; the router routes only outbox tables, so it publishes nothing. With a shorter tick
+            // the statement writes only once the row is as old as the configured interval.
+            tick = tick == null || pg.heartbeatInterval().compareTo(tick) < 0 ? pg.heartbeatInterval() : tick;
+            p.setProperty("heartbeat.action.query", pg.shard() == null
+                    ? PostgresDdl.heartbeat(pg.heartbeatTable(), config.name(), pg.heartbeatInterval(), tick)
+                    : PostgresDdl.shardHeartbeat(pg.heartbeatTable(), config.name(), pg.heartbeatInterval(), tick));
             String table = ConnectorProperties.regex(pg.heartbeatTable());
             if (source.tables().isEmpty()) {
                 p.setProperty("table.include.list", table);
@@ -94,6 +108,9 @@ final class PostgresSource implements Source {
                 p.setProperty("column.include.list", p.getProperty("column.include.list") + "," + table + "\\..+");
             }
         }
+        if (tick != null) {
+            p.setProperty("heartbeat.interval.ms", Long.toString(tick.toMillis()));
+        }
         if (!shardFilters.isEmpty()) {
             // A snapshot reads the table itself, not the publication: each shard reads only its rows.
             p.setProperty("snapshot.select.statement.overrides", String.join(",", shardFilters.keySet()));
@@ -102,9 +119,13 @@ final class PostgresSource implements Source {
         }
     }
 
+    /**
+     * Without Debezium's transaction metadata, except under exactly-once delivery: there each transaction end commits a
+     * Kafka transaction, which must not wait for the next transaction or a heartbeat to be read.
+     */
     @Override
-    public boolean storesChangePositionsOnly() {
-        return true;
+    public TransactionBoundaries.Mode boundaries() {
+        return config.kafka().exactlyOnce() ? TransactionBoundaries.Mode.POSTGRES_MARKERS : TransactionBoundaries.Mode.POSTGRES;
     }
 
     @Override

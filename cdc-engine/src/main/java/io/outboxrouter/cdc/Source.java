@@ -114,11 +114,11 @@ public sealed interface Source permits PostgresSource, BinlogSource {
     Set<String> columns(String table) throws SQLException;
 
     /**
-     * Whether a stored position must be a change's own, never a COMMIT-typed one (a transaction END marker, a heartbeat):
-     * Postgres, where Debezium 3.5 resumes wrongly from the latter (upstream dbz#76); see {@link TransactionBoundaries}.
+     * How the engine finds transaction ends in the connector's records, and which position it stores there; see
+     * {@link TransactionBoundaries}. The connector gets transaction metadata unless this is {@link TransactionBoundaries.Mode#POSTGRES}.
      */
-    default boolean storesChangePositionsOnly() {
-        return false;
+    default TransactionBoundaries.Mode boundaries() {
+        return TransactionBoundaries.Mode.BINLOG;
     }
 
     /** An SQL expression that reads {@code column} as text, for comparisons with a string parameter. */

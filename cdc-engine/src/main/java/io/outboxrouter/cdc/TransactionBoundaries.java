@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Function;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -8,8 +9,20 @@ import org.apache.kafka.connect.source.SourceRecord;
 /**
  * Finds, in a batch of connector records, the position to store: one after which no source transaction is open, the
  * only kind of place where storing cannot lose part of a transaction on restart (Debezium can resume past records that
- * share an LSN, dbz#1554). Relies on {@code provide.transaction.metadata=true}: BEGIN/END markers arrive in order with
- * the data. State carries over between batches, since batches often end inside a transaction.
+ * share an LSN, dbz#1554). State carries over between batches, since batches often end inside a transaction.
+ *
+ * <p>Where a transaction ends, two ways:
+ * <ul>
+ *   <li>{@link Mode#BINLOG} and {@link Mode#POSTGRES_MARKERS}: from Debezium's transaction metadata
+ *   ({@code provide.transaction.metadata=true}), whose BEGIN/END markers arrive in order with the data.</li>
+ *   <li>{@link Mode#POSTGRES}: without it (it costs the connector two more records per transaction, a quarter of its
+ *   rate on single-row transactions). pgoutput (protocol 1, no streaming of transactions in progress) hands each
+ *   transaction over whole, after its COMMIT and in commit order, so a transaction has ended once a record of another
+ *   one arrives (a change or a message with another {@code txId}), a record outside any transaction (a
+ *   non-transactional message), or a heartbeat written after its COMMIT (its offset names the COMMIT as the last
+ *   message read, or another transaction). The connector's heartbeat, which the router sets (see
+ *   {@link PostgresSource#TRANSACTION_END_HEARTBEAT}), tells the end of the last transaction before a quiet spell.</li>
+ * </ul>
  *
  * <p>Which record's position: on the binlog, the END marker's. On Postgres never a COMMIT-typed position (an END
  * marker, a heartbeat record), but the last change of the completed transaction, which may have come in an earlier
@@ -20,6 +33,16 @@ import org.apache.kafka.connect.source.SourceRecord;
  * @param <R> the engine's record type, from which {@code source} takes the connector record
  */
 final class TransactionBoundaries<R> {
+    /** How transaction ends are found, and which position is stored. */
+    enum Mode {
+        /** END markers; the END marker's position. */
+        BINLOG,
+        /** END markers; the last change's position. */
+        POSTGRES_MARKERS,
+        /** No markers: a record of what comes next, or a heartbeat after the COMMIT; the last change's position. */
+        POSTGRES
+    }
+
     /**
      * What to store after a batch.
      *
@@ -29,23 +52,32 @@ final class TransactionBoundaries<R> {
     record Safe<R>(R record, int index) {
     }
 
+    static final String HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat";
+    /** A Postgres source offset's transaction id and last message type ({@code SourceInfo.TXID_KEY}, {@code MSG_TYPE_KEY}). */
+    private static final String TXID = "txId";
+    private static final String MESSAGE_TYPE = "messageType";
+
     private final String transactionTopic;
-    private final boolean changesOnly;
+    private final Mode mode;
     private final Function<R, SourceRecord> source;
     private boolean open;
     private R lastChange;
+    /** {@link Mode#POSTGRES}: the transaction id of {@link #lastChange}, while that transaction is open. */
+    private Object openTransaction;
 
-    /**
-     * @param changesOnly store only positions of changes, never COMMIT-typed ones (Postgres)
-     */
-    TransactionBoundaries(String topicPrefix, boolean changesOnly, Function<R, SourceRecord> source) {
+    TransactionBoundaries(String topicPrefix, Mode mode, Function<R, SourceRecord> source) {
         this.transactionTopic = topicPrefix + ".transaction";
-        this.changesOnly = changesOnly;
+        this.mode = mode;
         this.source = source;
     }
 
     /** The position to store after {@code batch}, or null when none is safe. */
     Safe<R> lastSafe(List<R> batch) {
+        return mode == Mode.POSTGRES ? lastSafeWithoutMarkers(batch) : lastSafeAtMarkers(batch);
+    }
+
+    private Safe<R> lastSafeAtMarkers(List<R> batch) {
+        boolean changesOnly = mode == Mode.POSTGRES_MARKERS;
         Safe<R> safe = null;
         for (int i = 0; i < batch.size(); i++) {
             R event = batch.get(i);
@@ -69,11 +101,48 @@ final class TransactionBoundaries<R> {
         return safe;
     }
 
+    private Safe<R> lastSafeWithoutMarkers(List<R> batch) {
+        Safe<R> safe = null;
+        for (int i = 0; i < batch.size(); i++) {
+            R event = batch.get(i);
+            SourceRecord r = source.apply(event);
+            if (isSnapshotRow(r)) {
+                if (!open) {
+                    safe = new Safe<>(event, i);
+                }
+                continue;
+            }
+            Object txId = r.sourceOffset() == null ? null : r.sourceOffset().get(TXID);
+            if (isHeartbeat(r)) {
+                // Read after the COMMIT of the open transaction, or after a later message: that transaction has ended.
+                if (open && (!Objects.equals(txId, openTransaction) || "COMMIT".equals(r.sourceOffset().get(MESSAGE_TYPE)))) {
+                    safe = new Safe<>(lastChange, i);
+                    open = false;
+                }
+                continue;
+            }
+            if (open && !Objects.equals(txId, openTransaction)) {
+                safe = new Safe<>(lastChange, i - 1); // everything before this record
+                open = false;
+            }
+            if (txId != null) { // a change, or a transactional message; not a non-transactional message (COMMIT-typed)
+                open = true;
+                openTransaction = txId;
+                lastChange = event;
+            }
+        }
+        return safe;
+    }
+
     private static boolean inTransaction(SourceRecord r) {
         if (r.value() instanceof Struct v && v.schema().field("transaction") != null) {
             return v.get("transaction") != null;
         }
         return false;
+    }
+
+    private static boolean isHeartbeat(SourceRecord r) {
+        return r.valueSchema() != null && HEARTBEAT_SCHEMA.equals(r.valueSchema().name());
     }
 
     /**

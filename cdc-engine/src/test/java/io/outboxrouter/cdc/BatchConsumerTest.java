@@ -84,7 +84,7 @@ class BatchConsumerTest {
     void completeTransactionsAreCommittedWithTheirPositionBeforeTheOpenOnesEventsAreHandedOver() throws Exception {
         // Postgres: the position stored is the last change of the complete transaction, never its END.
         var consumer = new BatchConsumer("router", handler,
-                new TransactionBoundaries<>("router", true, RecordChangeEvent<SourceRecord>::record), new ChangeRecords(s -> "pos"),
+                new TransactionBoundaries<>("router", TransactionBoundaries.Mode.POSTGRES_MARKERS, RecordChangeEvent<SourceRecord>::record), new ChangeRecords(s -> "pos"),
                 Optional::empty);
         consumer.handleBatch(List.of(marker("BEGIN"), row("a1", 10), row("a2", 11), marker("END"), marker("BEGIN"), row("b1", 20)),
                 committer);

@@ -41,4 +41,43 @@ class ConnectorPropertiesTest {
                 """, Map.of());
         assertThat(ConnectorProperties.of(overridden).getProperty("column.include.list")).isEqualTo("public\\.outbox\\..*");
     }
+
+    private static java.util.Properties properties(String yaml) {
+        return ConnectorProperties.of(RouterConfigLoader.parse("name: orders\n" + yaml + "kafka: { bootstrap-servers: \"k:9092\" }\n", Map.of()));
+    }
+
+    @Test
+    void onPostgresTransactionEndsComeFromHeartbeatsNotMetadataExceptForExactlyOnce() {
+        String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox] }\n";
+        var atLeastOnce = properties(pg);
+        assertThat(atLeastOnce.getProperty("provide.transaction.metadata")).isEqualTo("false");
+        assertThat(atLeastOnce.getProperty("heartbeat.interval.ms")).isEqualTo("250");
+        assertThat(atLeastOnce.getProperty("heartbeat.action.query")).isNull();
+
+        var exactlyOnce = properties(pg + "delivery: exactly-once\n");
+        assertThat(exactlyOnce.getProperty("provide.transaction.metadata")).isEqualTo("true");
+        assertThat(exactlyOnce.getProperty("heartbeat.interval.ms")).as("no heartbeat row, no heartbeat").isNull();
+
+        var binlog = properties("source: { kind: mariadb, url: \"jdbc:mariadb://db:3306/app\", user: u, password: p, tables: [app.outbox] }\n");
+        assertThat(binlog.getProperty("provide.transaction.metadata")).isEqualTo("true");
+    }
+
+    @Test
+    void aHeartbeatRowIsWrittenAtItsOwnIntervalWhileTheConnectorBeatsMoreOften() {
+        String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox], "
+                + "postgres: { heartbeat-interval: 10s } }\n";
+        var p = properties(pg);
+        assertThat(p.getProperty("heartbeat.interval.ms")).isEqualTo("250");
+        assertThat(p.getProperty("heartbeat.action.query")).isEqualTo("INSERT INTO public.outbox_router_heartbeat (router_name, beat_at) "
+                + "SELECT 'orders', now() WHERE NOT EXISTS (SELECT 1 FROM public.outbox_router_heartbeat WHERE router_name = 'orders' "
+                + "AND beat_at > now() - interval '9875 milliseconds') ON CONFLICT (router_name) DO UPDATE SET beat_at = EXCLUDED.beat_at");
+
+        var exactlyOnce = properties(pg + "delivery: exactly-once\n");
+        assertThat(exactlyOnce.getProperty("heartbeat.interval.ms")).isEqualTo("10000");
+        assertThat(exactlyOnce.getProperty("heartbeat.action.query")).as("every beat writes").doesNotContain("NOT EXISTS");
+
+        var fast = properties(pg.replace("10s", "200ms"));
+        assertThat(fast.getProperty("heartbeat.interval.ms")).isEqualTo("200");
+        assertThat(fast.getProperty("heartbeat.action.query")).doesNotContain("NOT EXISTS");
+    }
 }

@@ -38,11 +38,11 @@ class TransactionBoundariesTest {
     }
 
     private static TransactionBoundaries<SourceRecord> binlog() {
-        return new TransactionBoundaries<>("router", false, r -> r);
+        return new TransactionBoundaries<>("router", TransactionBoundaries.Mode.BINLOG, r -> r);
     }
 
     private static TransactionBoundaries<SourceRecord> postgres() {
-        return new TransactionBoundaries<>("router", true, r -> r);
+        return new TransactionBoundaries<>("router", TransactionBoundaries.Mode.POSTGRES_MARKERS, r -> r);
     }
 
     private static int index(TransactionBoundaries.Safe<SourceRecord> safe) {
@@ -107,5 +107,98 @@ class TransactionBoundariesTest {
     void onPostgresOtherRecordsOutsideATransactionAreNeverStored() {
         // e.g. a non-transactional logical decoding message: its position is COMMIT-typed
         assertThat(postgres().lastSafe(List.of(row(false)))).isNull();
+    }
+
+    // --- Postgres without transaction metadata ------------------------------------------------------------------------
+
+    private static final Schema PG_CHANGE = SchemaBuilder.struct().field("op", Schema.STRING_SCHEMA).build();
+    private static final Schema PG_HEARTBEAT = SchemaBuilder.struct().name(TransactionBoundaries.HEARTBEAT_SCHEMA)
+            .field("ts_ms", Schema.INT64_SCHEMA).build();
+
+    private static SourceRecord change(long txId) {
+        return new SourceRecord(Map.of(), Map.of("txId", txId, "lsn", 100L, "messageType", "INSERT"), "router.public.outbox", PG_CHANGE,
+                new Struct(PG_CHANGE).put("op", "c"));
+    }
+
+    /** A non-transactional logical decoding message: no txId, a COMMIT-typed position. */
+    private static SourceRecord nonTransactionalMessage() {
+        return new SourceRecord(Map.of(), Map.of("lsn", 200L, "messageType", "MESSAGE"), "router.message", PG_CHANGE,
+                new Struct(PG_CHANGE).put("op", "m"));
+    }
+
+    private static SourceRecord pgHeartbeat(Long txId, String lastMessage) {
+        var offset = new java.util.HashMap<String, Object>(Map.of("lsn", 300L, "messageType", lastMessage));
+        if (txId != null) {
+            offset.put("txId", txId);
+        }
+        return new SourceRecord(Map.of(), offset, "__debezium-heartbeat.router", PG_HEARTBEAT, new Struct(PG_HEARTBEAT).put("ts_ms", 1L));
+    }
+
+    private static TransactionBoundaries<SourceRecord> postgresWithoutMarkers() {
+        return new TransactionBoundaries<>("router", TransactionBoundaries.Mode.POSTGRES, r -> r);
+    }
+
+    @Test
+    void withoutMarkersATransactionEndsWhereTheNextBegins() {
+        var b = postgresWithoutMarkers();
+        var batch = List.of(change(7), change(7), change(8), change(9), change(9));
+        var safe = b.lastSafe(batch);
+        assertThat(safe.record()).as("the last change of transaction 8, the last one known to have ended").isSameAs(batch.get(2));
+        assertThat(safe.index()).isEqualTo(2);
+        assertThat(b.open()).as("transaction 9 may have more rows").isTrue();
+    }
+
+    @Test
+    void withoutMarkersATransactionSpanningBatchesEndsInALaterOne() {
+        var b = postgresWithoutMarkers();
+        var last = change(7);
+        assertThat(b.lastSafe(List.of(change(7), change(7)))).isNull();
+        assertThat(b.lastSafe(List.of(last))).as("still transaction 7").isNull();
+        var safe = b.lastSafe(List.of(change(8)));
+        assertThat(safe.record()).as("the last change of 7, from the previous batch").isSameAs(last);
+        assertThat(safe.index()).as("nothing of this batch is covered").isEqualTo(-1);
+    }
+
+    @Test
+    void withoutMarkersAHeartbeatAfterTheCommitEndsTheTransactionOneBeforeItDoesNot() {
+        var b = postgresWithoutMarkers();
+        var last = change(7);
+        assertThat(b.lastSafe(List.of(change(7), last, pgHeartbeat(7L, "INSERT")))).as("read between two rows of 7").isNull();
+        var safe = b.lastSafe(List.of(pgHeartbeat(7L, "COMMIT")));
+        assertThat(safe.record()).as("the change's position, never the heartbeat's").isSameAs(last);
+        assertThat(safe.index()).isZero();
+        assertThat(b.open()).isFalse();
+        assertThat(b.lastSafe(List.of(pgHeartbeat(7L, "COMMIT")))).as("already stored").isNull();
+    }
+
+    @Test
+    void withoutMarkersAHeartbeatAfterALaterTransactionOrMessageEndsTheTransaction() {
+        var b = postgresWithoutMarkers();
+        var last = change(7);
+        b.lastSafe(List.of(last));
+        // transaction 8 touched no captured table: its BEGIN/COMMIT moved the offset, no record came
+        assertThat(b.lastSafe(List.of(pgHeartbeat(8L, "BEGIN"))).record()).isSameAs(last);
+        b.lastSafe(List.of(change(9)));
+        assertThat(b.lastSafe(List.of(pgHeartbeat(null, "MESSAGE")))).as("after a non-transactional message").isNotNull();
+    }
+
+    @Test
+    void withoutMarkersANonTransactionalMessageEndsTheTransactionAndIsNeverStored() {
+        var b = postgresWithoutMarkers();
+        var last = change(7);
+        var safe = b.lastSafe(List.of(last, nonTransactionalMessage(), nonTransactionalMessage()));
+        assertThat(safe.record()).isSameAs(last);
+        assertThat(safe.index()).as("covers only what came before the message").isZero();
+        assertThat(b.lastSafe(List.of(nonTransactionalMessage()))).as("a message alone has no position to store").isNull();
+        assertThat(b.open()).isFalse();
+    }
+
+    @Test
+    void withoutMarkersSnapshotRowsOutsideAnyTransactionAreSafe() {
+        var b = postgresWithoutMarkers();
+        assertThat(index(b.lastSafe(List.of(snapshotRow(), snapshotRow())))).isEqualTo(1);
+        assertThat(b.lastSafe(List.of(change(7), snapshotRow()))).isNull();
+        assertThat(postgresWithoutMarkers().lastSafe(List.of(heartbeat(), pgHeartbeat(3L, "COMMIT")))).as("nothing open: nothing to store")
+                .isNull();
     }
 }

@@ -60,7 +60,7 @@ public final class ConfigReference {
             new Entry("offsets.password-file", "", "or a file holding it"),
             new Entry("http.enabled", "`true`", "serve `/health/live` and `/health/ready`"),
             new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them"),
-            new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here; `provide.transaction.metadata`, `topic.prefix`, `offset.storage*`, `snapshot.mode`, `name` and `connector.class` are refused (the router sets them, or `source.snapshot` does)"));
+            new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here; `provide.transaction.metadata`, `topic.prefix`, `offset.storage*`, `snapshot.mode`, `name` and `connector.class` are refused (the router sets them, or `source.snapshot` does), and on Postgres `heartbeat.interval.ms` and `heartbeat.action.query` (its heartbeat tells where a transaction ended)"));
 
     private ConfigReference() {
     }

@@ -23,6 +23,11 @@ final class PassThroughKeys {
             "publication.autocreate.mode", "is set by the router: it creates each shard's publication with its row filter",
             "snapshot.select.statement.overrides*", "is set per shard: a shard's snapshot reads only its rows",
             "heartbeat.action.query", "is set per shard: a shard's publication carries inserts only");
+    /** Refused on Postgres: the connector's heartbeat tells the router where a transaction ended (see source.postgres). */
+    private static final Map<String, String> POSTGRES = Map.of(
+            "heartbeat.interval.ms", "is set by the router on Postgres: its heartbeats tell where the last transaction before a quiet "
+                    + "spell ended; for a heartbeat row set source.postgres.heartbeat-interval",
+            "heartbeat.action.query", "is set by the router on Postgres from source.postgres.heartbeat-interval and heartbeat-table");
     private static final Map<String, String> PRODUCER = Map.of(
             "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
             "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
@@ -34,6 +39,11 @@ final class PassThroughKeys {
     /** Why a {@code debezium.*} key is refused, or empty when it may be set. */
     static Optional<String> refusedDebezium(String key) {
         return refused(key, DEBEZIUM);
+    }
+
+    /** Why a {@code debezium.*} key is refused for a Postgres source, or empty when it may be set. */
+    static Optional<String> refusedPostgres(String key) {
+        return refused(key, POSTGRES);
     }
 
     /** Why a {@code debezium.*} key is refused for a sharded router, or empty when it may be set. */

@@ -155,6 +155,9 @@ public final class RouterConfigLoader {
         var http = http(top.child("http"));
         var debezium = top.stringMap("debezium");
         debezium.keySet().forEach(k -> PassThroughKeys.refusedDebezium(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
+        if (source.kind() == SourceKind.POSTGRES) {
+            debezium.keySet().forEach(k -> PassThroughKeys.refusedPostgres(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
+        }
         if (source.postgres().sharded()) {
             debezium.keySet().forEach(k -> PassThroughKeys.refusedSharded(k)
                     .ifPresent(why -> top.problem(top.key("debezium." + k), why + " (source.postgres.shards)")));

@@ -324,6 +324,7 @@ class RouterConfigLoaderTest {
                   offset.storage.file.filename: /tmp/o
                   snapshot.mode: initial
                   slot.max.retries: "3"
+                  heartbeat.interval.ms: "0"
                 """, java.util.Map.of()));
         assertThat(e.getMessage()).contains(
                 "kafka.producer.partitioner.class: would break order per aggregate",
@@ -332,7 +333,15 @@ class RouterConfigLoaderTest {
                 "debezium.provide.transaction.metadata: is set by the router",
                 "debezium.topic.prefix: is set by the router",
                 "debezium.offset.storage.file.filename: is set by the router",
-                "debezium.snapshot.mode: conflicts with source.snapshot")
+                "debezium.snapshot.mode: conflicts with source.snapshot",
+                "debezium.heartbeat.interval.ms: is set by the router on Postgres")
                 .doesNotContain("linger.ms", "slot.max.retries");
+        // On the binlog the connector's heartbeat only carries the position: it may be tuned.
+        assertThat(RouterConfigLoader.parse("""
+                name: orders
+                source: { kind: mariadb, url: "jdbc:mariadb://db:3306/app", user: u, password: p, tables: [app.outbox] }
+                kafka: { bootstrap-servers: "k:9092" }
+                debezium: { heartbeat.interval.ms: "1000" }
+                """, java.util.Map.of()).debezium()).containsEntry("heartbeat.interval.ms", "1000");
     }
 }
