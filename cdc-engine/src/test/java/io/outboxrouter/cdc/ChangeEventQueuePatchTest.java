@@ -47,4 +47,40 @@ class ChangeEventQueuePatchTest {
         q.enqueue(new Item("a"));
         assertThat(polled.get()).extracting(Item::name).containsExactly("a");
     }
+
+    @Test
+    void anEmptyQueueIsSleptOnNotPolledEveryIntervalAndTheFirstRecordEndsTheSleep() throws Exception {
+        var q = queue();
+        long start = System.nanoTime();
+        assertThat(q.poll()).isEmpty();
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).as("one sleep, not one poll interval")
+                .isGreaterThanOrEqualTo(Duration.ofMillis(150));
+
+        var polled = CompletableFuture.supplyAsync(() -> {
+            try {
+                return q.poll();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(50);
+        q.enqueue(new Item("a"));
+        q.enqueue(new Item("b"));
+        assertThat(polled.get()).as("both, in the batch of the interval they came in").extracting(Item::name).containsExactly("a", "b");
+    }
+
+    @Test
+    void aProducerExceptionWakesASleepingPoll() throws Exception {
+        var q = queue();
+        var polled = CompletableFuture.supplyAsync(() -> {
+            try {
+                return q.poll();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(20);
+        q.producerException(new IllegalStateException("reader failed"));
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(polled::join)).hasRootCauseMessage("reader failed");
+    }
 }

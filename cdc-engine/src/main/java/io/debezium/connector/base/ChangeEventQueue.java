@@ -3,8 +3,12 @@
  *
  * Licensed under the Apache Software License version 2.0, available at http://www.apache.org/licenses/LICENSE-2.0
  *
- * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with one change, in poll(): when
- * less than a millisecond of the poll interval remains, it waits for that millisecond instead of looping. Its timer
+ * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with two changes, in poll().
+ * (1) While the queue is empty, poll() sleeps until the first record arrives (for up to IDLE_WAIT), then hands the batch
+ * over at the end of the poll interval that record arrived in, exactly when successive polls would have: upstream
+ * returns an empty batch every poll interval, and the engine polls again at once, a hundred wake-ups a second at the
+ * default 10 ms for a router with nothing to publish. (2) When less than a millisecond of the poll interval remains,
+ * it waits for that millisecond instead of looping. Its timer
  * counts whole milliseconds and expires only once the elapsed time passes the interval, so with nothing to poll each
  * cycle ended in up to a millisecond of spinning (drain, log, check the clock): about a tenth of a core for a router
  * with nothing to publish at the default 10 ms poll interval. The same loop is still upstream in 3.7. This class
@@ -38,11 +42,8 @@ import io.debezium.annotation.ThreadSafe;
 import io.debezium.config.ConfigurationDefaults;
 import io.debezium.pipeline.Sizeable;
 import io.debezium.time.Temporals;
-import io.debezium.util.Clock;
 import io.debezium.util.LoggingContext;
 import io.debezium.util.LoggingContext.PreviousContext;
-import io.debezium.util.Threads;
-import io.debezium.util.Threads.Timer;
 
 /**
  * A queue which serves as handover point between producer threads (e.g. MySQL's
@@ -85,6 +86,10 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
     private final Lock lock;
     private final Condition isFull;
     private final Condition isNotFull;
+    /** outbox-router: signalled by the first record enqueued into an empty queue, and by a producer exception. */
+    private final Condition isNotEmpty;
+    /** outbox-router: how long an empty poll sleeps before it returns an empty batch (the engine then polls again). */
+    static final Duration IDLE_WAIT = Duration.ofMillis(200);
 
     private final QueueProvider<T> queue;
     private final Supplier<PreviousContext> loggingContextSupplier;
@@ -112,6 +117,7 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
         this.lock = new ReentrantLock();
         this.isFull = lock.newCondition();
         this.isNotFull = lock.newCondition();
+        this.isNotEmpty = lock.newCondition();
 
         this.loggingContextSupplier = loggingContextSupplier;
         if (maxQueueSizeInBytes > 0) {
@@ -261,6 +267,9 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
             }
 
             queue.enqueue(record);
+            if (queue.size() == 1) {
+                this.isNotEmpty.signalAll(); // outbox-router: wake a poll() sleeping on an empty queue
+            }
             // If we pass a positiveLong max.queue.size.in.bytes to enable handling queue size in bytes feature
             if (maxQueueSizeInBytes > 0) {
                 long messageSize = record.objectSize();
@@ -292,25 +301,40 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
 
         try {
             LOGGER.debug("polling records...");
-            final Timer timeout = Threads.timer(Clock.SYSTEM, Temporals.min(pollInterval, ConfigurationDefaults.RETURN_CONTROL_INTERVAL));
+            final long interval = Temporals.min(pollInterval, ConfigurationDefaults.RETURN_CONTROL_INTERVAL).toNanos();
+            final long start = System.nanoTime();
             try {
                 this.lock.lock();
                 List<T> records = new ArrayList<>(Math.min(maxBatchSize, queue.size()));
                 throwProducerExceptionIfPresent();
+                long deadline = start + interval;
+                if (queue.size() == 0) {
+                    // outbox-router: sleep until the first record comes, rather than through one empty poll after another
+                    long idleUntil = start + IDLE_WAIT.toNanos();
+                    long now = start;
+                    while (queue.size() == 0 && producerException == null && now < idleUntil) {
+                        this.isNotEmpty.awaitNanos(idleUntil - now);
+                        now = System.nanoTime();
+                    }
+                    throwProducerExceptionIfPresent();
+                    if (queue.size() == 0) {
+                        return records;
+                    }
+                    // Hand it over at the end of the poll interval it came in, as successive polls would have.
+                    deadline = start + ((now - start) / interval + 1) * interval;
+                }
                 while (drainRecords(records, maxBatchSize - records.size()) < maxBatchSize
                         && (maxQueueSizeInBytes == 0 || currentQueueSizeInBytes < maxQueueSizeInBytes)
-                        && !timeout.expired()) {
+                        && System.nanoTime() < deadline) {
                     throwProducerExceptionIfPresent();
 
                     LOGGER.debug("no records available or batch size not reached yet, sleeping a bit...");
                     // outbox-router: never less than a millisecond, which the loop spent spinning (see the header).
-                    long remainingTimeoutMills = Math.max(1, timeout.remaining().toMillis());
-                    if (remainingTimeoutMills > 0) {
-                        // signal doEnqueue() to add more records
-                        this.isNotFull.signalAll();
-                        // no records available or batch size not reached yet, so wait a bit
-                        this.isFull.await(remainingTimeoutMills, TimeUnit.MILLISECONDS);
-                    }
+                    long remainingTimeoutMills = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
+                    // signal doEnqueue() to add more records
+                    this.isNotFull.signalAll();
+                    // no records available or batch size not reached yet, so wait a bit
+                    this.isFull.await(remainingTimeoutMills, TimeUnit.MILLISECONDS);
                     LOGGER.debug("checking for more records...");
                 }
                 // signal doEnqueue() to add more records
@@ -349,6 +373,14 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
 
     public void producerException(final RuntimeException producerException) {
         this.producerException = producerException;
+        // outbox-router: wake a poll() sleeping on an empty queue
+        this.lock.lock();
+        try {
+            this.isNotEmpty.signalAll();
+        }
+        finally {
+            this.lock.unlock();
+        }
     }
 
     private void throwProducerExceptionIfPresent() {
