@@ -89,7 +89,8 @@ final class PostgresSource implements Source {
             p.setProperty("snapshot.mode", "no_data"); // messages live in the WAL only: there is nothing to snapshot of them
         }
         // The connector's heartbeat record tells the end of the last transaction before a quiet spell (without transaction
-        // metadata, nothing else follows it); it is emitted only while no message is read, and costs nothing under load.
+        // metadata, nothing else follows it). It is emitted while no message is read and after a COMMIT, at most once per
+        // tick: four small records a second under load (with a heartbeat row, four statements that change nothing).
         Duration tick = boundaries() == TransactionBoundaries.Mode.POSTGRES ? TRANSACTION_END_HEARTBEAT : null;
         if (pg.heartbeat()) {
             // The heartbeat row is written through the replication stream like any change, so the slot's confirmed

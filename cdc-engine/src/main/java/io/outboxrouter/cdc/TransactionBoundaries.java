@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 import org.apache.kafka.connect.data.Struct;
@@ -17,10 +18,12 @@ import org.apache.kafka.connect.source.SourceRecord;
  *   ({@code provide.transaction.metadata=true}), whose BEGIN/END markers arrive in order with the data.</li>
  *   <li>{@link Mode#POSTGRES}: without it (it costs the connector two more records per transaction, a quarter of its
  *   rate on single-row transactions). pgoutput (protocol 1, no streaming of transactions in progress) hands each
- *   transaction over whole, after its COMMIT and in commit order, so a transaction has ended once a record of another
- *   one arrives (a change or a message with another {@code txId}), a record outside any transaction (a
- *   non-transactional message), or a heartbeat written after its COMMIT (its offset names the COMMIT as the last
- *   message read, or another transaction). The connector's heartbeat, which the router sets (see
+ *   transaction over whole, after its COMMIT and in commit order, so a transaction has ended once any record (the next
+ *   transaction's change, a non-transactional message, a heartbeat) was emitted after a COMMIT that came after its
+ *   changes: every record's offset carries the end LSN of the last COMMIT read ({@code lsn_commit}), which grows in
+ *   commit order. A record whose {@code lsn_commit} is lower than the open transaction's, or another transaction's with
+ *   the same, is read again after the connector's task restarted in the process: the open transaction is then
+ *   forgotten, not stored. The connector's heartbeat, which the router sets (see
  *   {@link PostgresSource#TRANSACTION_END_HEARTBEAT}), tells the end of the last transaction before a quiet spell.</li>
  * </ul>
  *
@@ -53,9 +56,13 @@ final class TransactionBoundaries<R> {
     }
 
     static final String HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat";
-    /** A Postgres source offset's transaction id and last message type ({@code SourceInfo.TXID_KEY}, {@code MSG_TYPE_KEY}). */
+    /**
+     * A Postgres source offset's transaction id, and the end LSN of the last COMMIT (or non-transactional message) the
+     * connector read before the record ({@code SourceInfo.TXID_KEY}, {@code PostgresOffsetContext.LAST_COMMIT_LSN_KEY}),
+     * which grows in commit order.
+     */
     private static final String TXID = "txId";
-    private static final String MESSAGE_TYPE = "messageType";
+    private static final String LAST_COMMIT = "lsn_commit";
 
     private final String transactionTopic;
     private final Mode mode;
@@ -64,6 +71,8 @@ final class TransactionBoundaries<R> {
     private R lastChange;
     /** {@link Mode#POSTGRES}: the transaction id of {@link #lastChange}, while that transaction is open. */
     private Object openTransaction;
+    /** {@link Mode#POSTGRES}: the last COMMIT read before the open transaction's changes (-1: none yet). */
+    private long openTransactionLastCommit;
 
     TransactionBoundaries(String topicPrefix, Mode mode, Function<R, SourceRecord> source) {
         this.transactionTopic = topicPrefix + ".transaction";
@@ -112,22 +121,28 @@ final class TransactionBoundaries<R> {
                 }
                 continue;
             }
-            Object txId = r.sourceOffset() == null ? null : r.sourceOffset().get(TXID);
-            if (isHeartbeat(r)) {
-                // Read after the COMMIT of the open transaction, or after a later message: that transaction has ended.
-                if (open && (!Objects.equals(txId, openTransaction) || "COMMIT".equals(r.sourceOffset().get(MESSAGE_TYPE)))) {
-                    safe = new Safe<>(lastChange, i);
+            Map<String, ?> offset = r.sourceOffset() == null ? Map.of() : r.sourceOffset();
+            Object txId = offset.get(TXID);
+            long lastCommit = offset.get(LAST_COMMIT) instanceof Number n ? n.longValue() : -1;
+            boolean heartbeat = isHeartbeat(r);
+            if (open) {
+                if (lastCommit > openTransactionLastCommit) {
+                    // A COMMIT was read since the open transaction's last change: the next COMMIT in the stream is its own.
+                    safe = new Safe<>(lastChange, heartbeat ? i : i - 1);
                     open = false;
+                } else if (lastCommit < openTransactionLastCommit || !heartbeat && !Objects.equals(txId, openTransaction)) {
+                    // Read again after the connector's task restarted in this process (it resumes from the stored position,
+                    // and its heartbeats carry that position until records come): what was open is not known to have ended.
+                    open = false;
+                    lastChange = null;
                 }
-                continue;
             }
-            if (open && !Objects.equals(txId, openTransaction)) {
-                safe = new Safe<>(lastChange, i - 1); // everything before this record
-                open = false;
-            }
-            if (txId != null) { // a change, or a transactional message; not a non-transactional message (COMMIT-typed)
-                open = true;
-                openTransaction = txId;
+            if (!heartbeat && txId != null) { // a change, or a transactional message; not a non-transactional message
+                if (!open) {
+                    open = true;
+                    openTransaction = txId;
+                    openTransactionLastCommit = lastCommit;
+                }
                 lastChange = event;
             }
         }

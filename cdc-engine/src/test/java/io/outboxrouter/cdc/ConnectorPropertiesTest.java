@@ -80,4 +80,14 @@ class ConnectorPropertiesTest {
         assertThat(fast.getProperty("heartbeat.interval.ms")).isEqualTo("200");
         assertThat(fast.getProperty("heartbeat.action.query")).doesNotContain("NOT EXISTS");
     }
+
+    @Test
+    void aShardsHeartbeatRowIsReplacedOnlyOnceItIsAsOldAsTheInterval() {
+        assertThat(PostgresDdl.shardHeartbeat("hb", "orders-shard-0-of-2", java.time.Duration.ofSeconds(10), java.time.Duration.ofMillis(250)))
+                .isEqualTo("DELETE FROM hb WHERE router_name = 'orders-shard-0-of-2' AND beat_at <= now() - interval '9875 milliseconds'; "
+                        + "INSERT INTO hb (router_name, beat_at) SELECT 'orders-shard-0-of-2', now() WHERE NOT EXISTS (SELECT 1 FROM hb "
+                        + "WHERE router_name = 'orders-shard-0-of-2')");
+        assertThat(PostgresDdl.shardHeartbeat("hb", "s", java.time.Duration.ofMillis(200), java.time.Duration.ofMillis(200)))
+                .as("every beat").startsWith("DELETE FROM hb WHERE router_name = 's'; INSERT");
+    }
 }

@@ -110,28 +110,27 @@ class TransactionBoundariesTest {
     }
 
     // --- Postgres without transaction metadata ------------------------------------------------------------------------
+    // Offsets as Debezium writes them: txId, and lsn_commit, the end of the last COMMIT read before the record.
 
     private static final Schema PG_CHANGE = SchemaBuilder.struct().field("op", Schema.STRING_SCHEMA).build();
     private static final Schema PG_HEARTBEAT = SchemaBuilder.struct().name(TransactionBoundaries.HEARTBEAT_SCHEMA)
             .field("ts_ms", Schema.INT64_SCHEMA).build();
 
-    private static SourceRecord change(long txId) {
-        return new SourceRecord(Map.of(), Map.of("txId", txId, "lsn", 100L, "messageType", "INSERT"), "router.public.outbox", PG_CHANGE,
-                new Struct(PG_CHANGE).put("op", "c"));
+    /** A change of transaction {@code txId}, read after the COMMIT that ended at {@code lastCommit}. */
+    private static SourceRecord change(long txId, long lastCommit) {
+        return new SourceRecord(Map.of(), Map.of("txId", txId, "lsn", lastCommit + 10, "lsn_commit", lastCommit), "router.public.outbox",
+                PG_CHANGE, new Struct(PG_CHANGE).put("op", "c"));
     }
 
-    /** A non-transactional logical decoding message: no txId, a COMMIT-typed position. */
-    private static SourceRecord nonTransactionalMessage() {
-        return new SourceRecord(Map.of(), Map.of("lsn", 200L, "messageType", "MESSAGE"), "router.message", PG_CHANGE,
+    /** A non-transactional logical decoding message: no txId, a COMMIT-typed position (its own LSN is the last commit). */
+    private static SourceRecord nonTransactionalMessage(long lsn) {
+        return new SourceRecord(Map.of(), Map.of("lsn", lsn, "lsn_commit", lsn), "router.message", PG_CHANGE,
                 new Struct(PG_CHANGE).put("op", "m"));
     }
 
-    private static SourceRecord pgHeartbeat(Long txId, String lastMessage) {
-        var offset = new java.util.HashMap<String, Object>(Map.of("lsn", 300L, "messageType", lastMessage));
-        if (txId != null) {
-            offset.put("txId", txId);
-        }
-        return new SourceRecord(Map.of(), offset, "__debezium-heartbeat.router", PG_HEARTBEAT, new Struct(PG_HEARTBEAT).put("ts_ms", 1L));
+    private static SourceRecord pgHeartbeat(long txId, long lastCommit) {
+        return new SourceRecord(Map.of(), Map.of("txId", txId, "lsn", lastCommit, "lsn_commit", lastCommit), "__debezium-heartbeat.router",
+                PG_HEARTBEAT, new Struct(PG_HEARTBEAT).put("ts_ms", 1L));
     }
 
     private static TransactionBoundaries<SourceRecord> postgresWithoutMarkers() {
@@ -141,7 +140,7 @@ class TransactionBoundariesTest {
     @Test
     void withoutMarkersATransactionEndsWhereTheNextBegins() {
         var b = postgresWithoutMarkers();
-        var batch = List.of(change(7), change(7), change(8), change(9), change(9));
+        var batch = List.of(change(7, 100), change(7, 100), change(8, 200), change(9, 300), change(9, 300));
         var safe = b.lastSafe(batch);
         assertThat(safe.record()).as("the last change of transaction 8, the last one known to have ended").isSameAs(batch.get(2));
         assertThat(safe.index()).isEqualTo(2);
@@ -151,10 +150,10 @@ class TransactionBoundariesTest {
     @Test
     void withoutMarkersATransactionSpanningBatchesEndsInALaterOne() {
         var b = postgresWithoutMarkers();
-        var last = change(7);
-        assertThat(b.lastSafe(List.of(change(7), change(7)))).isNull();
+        var last = change(7, 100);
+        assertThat(b.lastSafe(List.of(change(7, 100), change(7, 100)))).isNull();
         assertThat(b.lastSafe(List.of(last))).as("still transaction 7").isNull();
-        var safe = b.lastSafe(List.of(change(8)));
+        var safe = b.lastSafe(List.of(change(8, 200)));
         assertThat(safe.record()).as("the last change of 7, from the previous batch").isSameAs(last);
         assertThat(safe.index()).as("nothing of this batch is covered").isEqualTo(-1);
     }
@@ -162,43 +161,53 @@ class TransactionBoundariesTest {
     @Test
     void withoutMarkersAHeartbeatAfterTheCommitEndsTheTransactionOneBeforeItDoesNot() {
         var b = postgresWithoutMarkers();
-        var last = change(7);
-        assertThat(b.lastSafe(List.of(change(7), last, pgHeartbeat(7L, "INSERT")))).as("read between two rows of 7").isNull();
-        var safe = b.lastSafe(List.of(pgHeartbeat(7L, "COMMIT")));
+        var last = change(7, 100);
+        assertThat(b.lastSafe(List.of(change(7, 100), last, pgHeartbeat(7, 100)))).as("read between two rows of 7").isNull();
+        var safe = b.lastSafe(List.of(pgHeartbeat(7, 200)));
         assertThat(safe.record()).as("the change's position, never the heartbeat's").isSameAs(last);
         assertThat(safe.index()).isZero();
         assertThat(b.open()).isFalse();
-        assertThat(b.lastSafe(List.of(pgHeartbeat(7L, "COMMIT")))).as("already stored").isNull();
-    }
-
-    @Test
-    void withoutMarkersAHeartbeatAfterALaterTransactionOrMessageEndsTheTransaction() {
-        var b = postgresWithoutMarkers();
-        var last = change(7);
-        b.lastSafe(List.of(last));
-        // transaction 8 touched no captured table: its BEGIN/COMMIT moved the offset, no record came
-        assertThat(b.lastSafe(List.of(pgHeartbeat(8L, "BEGIN"))).record()).isSameAs(last);
-        b.lastSafe(List.of(change(9)));
-        assertThat(b.lastSafe(List.of(pgHeartbeat(null, "MESSAGE")))).as("after a non-transactional message").isNotNull();
+        assertThat(b.lastSafe(List.of(pgHeartbeat(7, 200)))).as("already stored").isNull();
+        // transaction 8 touched no captured table: its COMMIT moved lsn_commit, no record came
+        b.lastSafe(List.of(change(9, 300)));
+        assertThat(b.lastSafe(List.of(pgHeartbeat(8, 400)))).isNotNull();
     }
 
     @Test
     void withoutMarkersANonTransactionalMessageEndsTheTransactionAndIsNeverStored() {
         var b = postgresWithoutMarkers();
-        var last = change(7);
-        var safe = b.lastSafe(List.of(last, nonTransactionalMessage(), nonTransactionalMessage()));
+        var last = change(7, 100);
+        var safe = b.lastSafe(List.of(last, nonTransactionalMessage(200), nonTransactionalMessage(210)));
         assertThat(safe.record()).isSameAs(last);
         assertThat(safe.index()).as("covers only what came before the message").isZero();
-        assertThat(b.lastSafe(List.of(nonTransactionalMessage()))).as("a message alone has no position to store").isNull();
+        assertThat(b.lastSafe(List.of(nonTransactionalMessage(220)))).as("a message alone has no position to store").isNull();
         assertThat(b.open()).isFalse();
+    }
+
+    @Test
+    void withoutMarkersWhatIsReadAgainAfterTheTaskRestartedInTheProcessEndsNothing() {
+        // Transaction 7 is open (its rows after the COMMIT at 100) when the connector's task restarts and resumes from the
+        // stored position, the last change of transaction 5 (read after the COMMIT at 50).
+        var b = postgresWithoutMarkers();
+        assertThat(b.lastSafe(List.of(change(7, 100), change(7, 100)))).isNull();
+        assertThat(b.lastSafe(List.of(pgHeartbeat(5, 50)))).as("a heartbeat at the resumed position").isNull();
+        assertThat(b.open()).isFalse();
+        assertThat(b.lastSafe(List.of(change(6, 60), change(6, 60)))).as("transaction 6 read again").isNull();
+        var last = change(7, 100);
+        assertThat(b.lastSafe(List.of(change(7, 100), last))).as("6 ended; 7 read again from its start").isNotNull();
+        assertThat(b.lastSafe(List.of(pgHeartbeat(7, 200))).record()).isSameAs(last);
+
+        var replayOfAnother = postgresWithoutMarkers();
+        replayOfAnother.lastSafe(List.of(change(7, 100)));
+        assertThat(replayOfAnother.lastSafe(List.of(change(9, 100)))).as("another transaction after the same COMMIT: read again").isNull();
     }
 
     @Test
     void withoutMarkersSnapshotRowsOutsideAnyTransactionAreSafe() {
         var b = postgresWithoutMarkers();
         assertThat(index(b.lastSafe(List.of(snapshotRow(), snapshotRow())))).isEqualTo(1);
-        assertThat(b.lastSafe(List.of(change(7), snapshotRow()))).isNull();
-        assertThat(postgresWithoutMarkers().lastSafe(List.of(heartbeat(), pgHeartbeat(3L, "COMMIT")))).as("nothing open: nothing to store")
+        assertThat(b.lastSafe(List.of(change(7, 100), snapshotRow()))).isNull();
+        assertThat(postgresWithoutMarkers().lastSafe(List.of(heartbeat(), pgHeartbeat(3, 100)))).as("nothing open: nothing to store")
                 .isNull();
     }
 }
