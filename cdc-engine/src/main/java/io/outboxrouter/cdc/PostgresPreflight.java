@@ -110,7 +110,7 @@ final class PostgresPreflight {
                 checks.add(messagesCheck(c, source.postgres().messagePrefix()));
             }
             if (source.postgres().shard() == null) {
-                checks.add(publicationCheck(c, source.postgres().publication(), published(source)));
+                checks.add(publicationCheck(c, source.postgres().publication(), source.postgres().slot(), published(source)));
             } else {
                 checks.addAll(shardChecks(c, routerName, source, aggregateId));
             }
@@ -215,10 +215,20 @@ final class PostgresPreflight {
         return false;
     }
 
-    private static Check publicationCheck(Connection c, String publication, List<String> tables) throws SQLException {
+    private static Check publicationCheck(Connection c, String publication, String slot, List<String> tables) throws SQLException {
         var published = publishedTables(c, publication);
         boolean partitioned = anyPartitioned(c, tables);
         String create = PostgresDdl.createPublication(publication, tables, partitioned);
+        if (published.isEmpty() && slotExists(c, slot)) {
+            // A slot decodes each change with the catalog as it was when the change was written: with a publication created
+            // now, pgoutput fails on everything written before ("publication does not exist") and the connector restarts
+            // for ever. So the router never creates it behind a slot (it creates the publication before the slot).
+            return Check.fail("publication", "publication " + publication + " is missing while slot " + slot + " exists (dropped "
+                    + "behind the router's back?): the slot cannot decode what was written before a publication created now",
+                    "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and start once with run --accept-gap, which "
+                    + "creates the publication, then the slot; then publish what was committed since the router's stored position "
+                    + "with replay --since <the time offsets show prints as updated>");
+        }
         if (published.isEmpty()) {
             return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
                     + "; this needs ownership of the tables, else run it as their owner)");
@@ -558,6 +568,15 @@ final class PostgresPreflight {
             ps.setString(1, publication);
             try (var rs = ps.executeQuery()) {
                 return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
+    private static boolean slotExists(Connection c, String slot) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT 1 FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                return rs.next();
             }
         }
     }
