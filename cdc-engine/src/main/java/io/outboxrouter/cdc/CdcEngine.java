@@ -39,8 +39,8 @@ public final class CdcEngine implements AutoCloseable {
      * a batch takes milliseconds, unless Kafka is down, and then a stop should not wait for the outage.
      */
     private static final Duration BATCH_FINISH_TIMEOUT = Duration.ofSeconds(5);
-    /** How long a stop waits for the end of a transaction whose events are published: a heartbeat and a batch. */
-    private static final Duration TRANSACTION_END_WAIT = PostgresSource.TRANSACTION_END_HEARTBEAT.plusSeconds(1); // ample
+    /** How long a stop waits for the end of a transaction whose events are published: a heartbeat, a batch, and room. */
+    private static final Duration TRANSACTION_END_WAIT = PostgresSource.TRANSACTION_END_HEARTBEAT.plusSeconds(1);
 
     private final String name;
     private final Source source;

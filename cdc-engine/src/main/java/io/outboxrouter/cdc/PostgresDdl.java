@@ -62,7 +62,6 @@ public final class PostgresDdl {
                 + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
     }
 
-
     /**
      * The hash Postgres computes of an aggregate id column of this type (as {@code format_type} names it), for the row
      * filter of a shard's publication (which allows only built-in immutable functions, and no casts through text); null

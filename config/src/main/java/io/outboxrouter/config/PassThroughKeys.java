@@ -21,13 +21,13 @@ final class PassThroughKeys {
             "slot.name", "is set per shard from source.postgres.slot",
             "publication.name", "is set per shard from source.postgres.publication",
             "publication.autocreate.mode", "is set by the router: it creates each shard's publication with its row filter",
-            "snapshot.select.statement.overrides*", "is set per shard: a shard's snapshot reads only its rows",
-            "heartbeat.action.query", "is set per shard: a shard's publication carries inserts only");
+            "snapshot.select.statement.overrides*", "is set per shard: a shard's snapshot reads only its rows");
     /** Refused on Postgres: the connector's heartbeat tells the router where a transaction ended (see source.postgres). */
     private static final Map<String, String> POSTGRES = Map.of(
             "heartbeat.interval.ms", "is set by the router on Postgres: its heartbeats tell where the last transaction before a quiet "
                     + "spell ended; for a heartbeat row set source.postgres.heartbeat-interval",
-            "heartbeat.action.query", "is set by the router on Postgres from source.postgres.heartbeat-interval and heartbeat-table");
+            "heartbeat.action.query", "is set by the router on Postgres from source.postgres.heartbeat-interval and heartbeat-table "
+                    + "(a shard's: its publication carries inserts only)");
     private static final Map<String, String> PRODUCER = Map.of(
             "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
             "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
