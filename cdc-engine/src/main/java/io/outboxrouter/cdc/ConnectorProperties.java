@@ -12,6 +12,9 @@ import java.util.regex.Pattern;
 final class ConnectorProperties {
     /** A table include list that matches no table. */
     static final String NO_TABLE = "outbox_router_no_table\\.none";
+    /** The least the queue may hold, however small the heap: a few large rows. */
+    static final long MIN_QUEUE_BYTES = 4L << 20;
+
     private ConnectorProperties() {
     }
 
@@ -47,6 +50,10 @@ final class ConnectorProperties {
         p.setProperty("poll.interval.ms", Long.toString(source.pollInterval().toMillis()));
         p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));
         p.setProperty("max.queue.size", Integer.toString(source.maxBatchSize() * 4));
+        long queueBytes = queueBytes(config, Runtime.getRuntime().maxMemory());
+        if (queueBytes > 0) {
+            p.setProperty("max.queue.size.in.bytes", Long.toString(queueBytes));
+        }
         p.setProperty("tombstones.on.delete", "false");
         p.setProperty("extended.headers.enabled", "false"); // Debezium's context headers per record: the router reads none
         p.setProperty("decimal.handling.mode", "string");
@@ -54,6 +61,20 @@ final class ConnectorProperties {
         p.setProperty("include.unknown.datatypes", "true");
         config.debezium().forEach(p::setProperty);
         return p;
+    }
+
+    /**
+     * The connector's queue holds at most a tenth of the heap (shared by the shards of a router), its records' sizes
+     * estimated by {@link QueuedSize}: a small heap then carries large rows in smaller batches instead of running out of
+     * memory. The queue's limit also bounds a batch, and with it what the Kafka producer holds at once (a batch is
+     * acknowledged before the next is taken). 0 (no limit) when the heap has no maximum.
+     */
+    static long queueBytes(RouterConfig config, long maxHeap) {
+        if (maxHeap == Long.MAX_VALUE) {
+            return 0;
+        }
+        int engines = config.source().kind().isBinlog() ? 1 : config.source().postgres().shards();
+        return Math.max(MIN_QUEUE_BYTES, maxHeap / 10 / engines);
     }
 
     /**

@@ -63,6 +63,24 @@ class ConnectorPropertiesTest {
     }
 
     @Test
+    void theQueueHoldsATenthOfTheHeapSharedByTheShardsAndAnOverrideWins() {
+        String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox]";
+        var one = RouterConfigLoader.parse("name: orders\n" + pg + " }\nkafka: { bootstrap-servers: \"k:9092\" }\n", Map.of());
+        var four = RouterConfigLoader.parse("name: orders\n" + pg + ", postgres: { shards: 4 } }\nkafka: { bootstrap-servers: \"k:9092\" }\n",
+                Map.of());
+        long heap = 128L << 20;
+        assertThat(ConnectorProperties.queueBytes(one, heap)).isEqualTo(heap / 10);
+        assertThat(ConnectorProperties.queueBytes(four, 1L << 30)).as("four engines in one heap").isEqualTo((1L << 30) / 40);
+        assertThat(ConnectorProperties.queueBytes(four, heap)).as("never less than a few large rows")
+                .isEqualTo(ConnectorProperties.MIN_QUEUE_BYTES);
+        assertThat(ConnectorProperties.queueBytes(one, Long.MAX_VALUE)).as("no heap limit, no queue limit").isZero();
+        assertThat(properties(pg + " }\n").getProperty("max.queue.size.in.bytes"))
+                .isEqualTo(Long.toString(Runtime.getRuntime().maxMemory() / 10));
+        assertThat(properties(pg + " }\ndebezium: { max.queue.size.in.bytes: \"0\" }\n").getProperty("max.queue.size.in.bytes"))
+                .isEqualTo("0");
+    }
+
+    @Test
     void aHeartbeatRowIsWrittenAtItsOwnIntervalWhileTheConnectorBeatsMoreOften() {
         String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox], "
                 + "postgres: { heartbeat-interval: 10s } }\n";

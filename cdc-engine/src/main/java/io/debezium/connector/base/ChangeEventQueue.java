@@ -3,7 +3,8 @@
  *
  * Licensed under the Apache Software License version 2.0, available at http://www.apache.org/licenses/LICENSE-2.0
  *
- * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with two changes, in poll().
+ * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with two changes in poll() and a
+ * third in doEnqueue().
  * (1) While the queue is empty, poll() sleeps until the first record arrives (for up to IDLE_WAIT), then hands the batch
  * over at the end of the poll interval that record arrived in, exactly when successive polls would have: upstream
  * returns an empty batch every poll interval, and the engine polls again at once, a hundred wake-ups a second at the
@@ -11,7 +12,9 @@
  * it waits for that millisecond instead of looping. Its timer
  * counts whole milliseconds and expires only once the elapsed time passes the interval, so with nothing to poll each
  * cycle ended in up to a millisecond of spinning (drain, log, check the clock): about a tenth of a core for a router
- * with nothing to publish at the default 10 ms poll interval. The same loop is still upstream in 3.7. This class
+ * with nothing to publish at the default 10 ms poll interval. The same loop is still upstream in 3.7. (3) A queued
+ * record's size for max.queue.size.in.bytes is io.outboxrouter.cdc.QueuedSize's estimate, not Debezium's (which the
+ * router, bounding its queue by the heap, would otherwise pay on every event). This class
  * replaces Debezium's in the runnable jar (the shade plugin drops the original) and ahead of it on the test class path;
  * ChangeEventQueuePatchTest and RunnableJarIT check that this copy is the one loaded. Compare it with upstream on every
  * Debezium upgrade.
@@ -272,7 +275,7 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
             }
             // If we pass a positiveLong max.queue.size.in.bytes to enable handling queue size in bytes feature
             if (maxQueueSizeInBytes > 0) {
-                long messageSize = record.objectSize();
+                long messageSize = io.outboxrouter.cdc.QueuedSize.of(record); // outbox-router: a cheaper estimate (see there)
                 sizeInBytesQueue.add(messageSize);
                 currentQueueSizeInBytes += messageSize;
             }
