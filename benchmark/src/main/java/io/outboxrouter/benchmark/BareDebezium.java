@@ -60,9 +60,12 @@ final class BareDebezium implements Contender {
         Path progress = dir.resolve(slot + ".progress");
         Files.deleteIfExists(progress);
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        var command = List.of(java, "-Xmx1g", "-cp", System.getProperty("java.class.path"), BareDebezium.class.getName(),
+        // The router's JVM options too: what differs from the router is its own work, not the JVM's.
+        var command = new java.util.ArrayList<>(List.of(java));
+        command.addAll(RouterContender.RECOMMENDED_JVM_OPTIONS);
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), BareDebezium.class.getName(),
                 Integer.toString(db.server.port()), db.server.user(), db.server.password(), db.database, slot,
-                Boolean.toString(transactionMetadata), progress.toString());
+                Boolean.toString(transactionMetadata), progress.toString()));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(slot + ".log"));
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(progress)) {

@@ -55,14 +55,17 @@ public final class Benchmark {
         return jar;
     }
 
-    /** {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, exactly-once, messages, shards, debezium-server, relay; all when unset. */
+    /**
+     * {@code BENCH_CONTENDERS}: a comma list of raw, bare, router, router-plain, exactly-once, messages, shards,
+     * debezium-server, relay; all when unset.
+     */
     private static boolean wanted(Contender c) {
         String list = System.getenv("BENCH_CONTENDERS");
         if (list == null || list.isBlank()) {
             return true;
         }
         String key = c instanceof RawSlotReader ? "raw" : c instanceof BareDebezium ? "bare"
-                : c instanceof RouterContender r ? (r.shards() > 1 ? "shards" : r.exactlyOnce() ? "exactly-once" : r.messages() ? "messages" : "router")
+                : c instanceof RouterContender r ? (r.isPlain() ? "router-plain" : r.shards() > 1 ? "shards" : r.exactlyOnce() ? "exactly-once" : r.messages() ? "messages" : "router")
                 : c instanceof DebeziumServerContender ? "debezium-server" : "relay";
         return List.of(list.split(",")).contains(key);
     }
@@ -124,6 +127,10 @@ public final class Benchmark {
                 out, freePort());
         contenders.add(router);
         slots.add(router.slots());
+        var plain = new RouterContender(db, "routerplain-t" + txnSize + "-" + round, "bench-routerplain-t" + txnSize + "-" + round,
+                bootstrap, out, freePort()).plain();
+        contenders.add(plain);
+        slots.add(plain.slots());
         var exactlyOnce = new RouterContender(db, "routereos-t" + txnSize + "-" + round, "bench-routereos-t" + txnSize + "-" + round,
                 bootstrap, out, freePort(), 1, true);
         contenders.add(exactlyOnce);

@@ -159,7 +159,8 @@ final class DebeziumServerContender implements Contender {
         }
         long t0 = System.nanoTime();
         process = ChildProcess.start(List.of("bash", "run.sh"), home,
-                Map.of("JAVA_HOME", javaBinary.getParent().getParent().toString(), "JAVA_OPTS", "-Xmx1g --add-opens java.base/java.lang=ALL-UNNAMED"),
+                Map.of("JAVA_HOME", javaBinary.getParent().getParent().toString(), "JAVA_OPTS",
+                        System.getenv().getOrDefault("BENCH_DEBEZIUM_SERVER_OPTS", "-Xmx1g") + " --add-opens java.base/java.lang=ALL-UNNAMED"),
                 home.resolve("data/" + slot + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/q/health/ready", Duration.ofSeconds(180), t0);
     }

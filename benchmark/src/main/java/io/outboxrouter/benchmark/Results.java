@@ -161,7 +161,7 @@ final class Results {
         goal(s, "restart to streaming <= 2 s", restart, "%.2f s", r -> r <= 2);
         double rss = throughput.stream().filter(t -> t.database().equals("Postgres") && t.contender().equals(RouterContender.NAME))
                 .mapToDouble(Throughput::peakRssMiB).filter(r -> !Double.isNaN(r)).max().orElse(Double.NaN);
-        goal(s, "RSS under load <= 256 MB (peak of the drains, -Xmx1g)", rss, "%.0f MiB", r -> r <= 256);
+        goal(s, "RSS under load <= 256 MB (peak of the drains, " + String.join(" ", RouterContender.RECOMMENDED_JVM_OPTIONS) + ")", rss, "%.0f MiB", r -> r <= 256);
         goal(s, "idle CPU while streaming with nothing to publish <= 2% of a core",
                 idleCpuPercent.getOrDefault(RouterContender.NAME, Double.NaN), "%.1f%%", p -> p <= 2);
         s.append("\n### A tableless outbox (logical decoding messages) beside the table, in this run\n\n")

@@ -6,9 +6,19 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-/** outbox-router as users run it: {@code java -jar outbox-router.jar run --config router.yml}, in its own JVM. */
+/**
+ * outbox-router as users run it, in its own JVM: {@code java <the README's JVM options> -jar outbox-router.jar run --config
+ * router.yml}; or, for comparison, with no JVM options at all.
+ */
 final class RouterContender implements Contender {
     static final String NAME = "outbox-router";
+    static final String PLAIN = NAME + ", plain java -jar";
+    /**
+     * The JVM options the README's "Running it" gives (and the Dockerfile sets): the client compiler only, the serial
+     * collector and a small heap. Change them together.
+     */
+    static final List<String> RECOMMENDED_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+            "-XX:+ExitOnOutOfMemoryError");
     static final String EXACTLY_ONCE = NAME + ", exactly-once";
     static final String MESSAGES = NAME + ", messages";
 
@@ -22,6 +32,8 @@ final class RouterContender implements Contender {
     private final boolean exactlyOnce;
     /** A tableless outbox: {@code source.postgres.messages.prefix}, no table (its database writes messages). */
     private final boolean messages;
+    /** Run as {@code java -jar} without the recommended JVM options (with {@code BENCH_ROUTER_PLAIN_OPTS} only). */
+    private boolean plain;
     private ChildProcess process;
     private KafkaArrivals kafka;
 
@@ -47,9 +59,19 @@ final class RouterContender implements Contender {
         this.topicPrefix = topicPrefix;
     }
 
+    /** The same router run without the recommended JVM options, as a plain {@code java -jar} would. */
+    RouterContender plain() {
+        plain = true;
+        return this;
+    }
+
+    boolean isPlain() {
+        return plain;
+    }
+
     @Override
     public String name() {
-        return !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : exactlyOnce ? EXACTLY_ONCE
+        return plain ? PLAIN : !db.postgres ? NAME + " (MariaDB)" : shards > 1 ? NAME + ", " + shards + " shards" : exactlyOnce ? EXACTLY_ONCE
                 : messages ? MESSAGES : NAME;
     }
 
@@ -110,21 +132,26 @@ final class RouterContender implements Contender {
                 kafka: { bootstrap-servers: "%s" }
                 http: { listen: "127.0.0.1:%d" }
                 delivery: %s
-                """.formatted(topicPrefix, System.getenv().getOrDefault("BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port,
+                """.formatted(topicPrefix, System.getenv().getOrDefault(plain ? "BENCH_ROUTER_PLAIN_EXTRA_YAML" : "BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port,
                 exactlyOnce ? "exactly-once" : "at-least-once"));
         if (kafka == null) {
             kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*", exactlyOnce);
         }
         long t0 = System.nanoTime();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        var command = new java.util.ArrayList<>(List.of(java, "-Xmx1g"));
-        String extra = System.getenv("BENCH_ROUTER_JVM_OPTS"); // e.g. a JFR recording, for profiling
-        if (extra != null && !extra.isBlank()) {
-            command.addAll(List.of(extra.replace("{name}", name + "-" + System.currentTimeMillis()).split(" ")));
-        }
+        var command = new java.util.ArrayList<>(List.of(java));
+        command.addAll(plain ? options("BENCH_ROUTER_PLAIN_OPTS") : RECOMMENDED_JVM_OPTIONS);
+        command.addAll(options("BENCH_ROUTER_JVM_OPTS")); // e.g. a JFR recording, for profiling
         command.addAll(List.of("-jar", Benchmark.routerJar().toString(), "run", "--config", config.toString()));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(name + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/health/ready", Duration.ofSeconds(120), t0);
+    }
+
+    /** JVM options from an environment variable, {@code {name}} replaced by the contender's name and the time. */
+    private List<String> options(String variable) {
+        String value = System.getenv(variable);
+        return value == null || value.isBlank() ? List.of()
+                : List.of(value.trim().replace("{name}", name + "-" + System.currentTimeMillis()).split("\\s+"));
     }
 
     /** SIGTERM, then start again: the restart-to-streaming time. */

@@ -83,6 +83,7 @@ public final class Router implements AutoCloseable {
      * (a dropped slot, deleted offsets, an expired binlog) is forgotten, and what is skipped is logged, instead of refused.
      */
     public static Router start(RouterConfig config, boolean acceptGap) {
+        LOG.info("Router {} starting on {}", config.name(), JvmSettings.describe());
         boolean sharded = !config.source().kind().isBinlog() && config.source().postgres().sharded();
         var metrics = sharded ? RouterMetrics.sharded(config.name()) : new RouterMetrics(config.name());
         var streams = new ArrayList<SourceStream>();

@@ -345,6 +345,47 @@ abstract class OutboxContract {
         }
     }
 
+    /**
+     * A backlog of rows of a quarter of a megabyte, drained by a router with a 64 MB heap: without a queue bounded by the
+     * heap the connector would read several hundred of them ahead (its queue holds 8,192 rows) and run out of memory.
+     */
+    @Test
+    void aBacklogOfLargeRowsPassesThroughASmallHeap() throws Exception {
+        var db = newDatabase(unique("large"));
+        String topics = unique("large");
+        String name = unique("large-router").replace('_', '-');
+        int port = freePort();
+        var config = Files.writeString(dir.resolve("router.yml"), configYaml(db, name, topics, port));
+        var log = dir.resolve("router.log");
+        var smallHeap = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-XX:+ExitOnOutOfMemoryError");
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*"); var c = db.connect()) {
+            try (var router = RouterProcess.start(config, port, log, Map.of(), smallHeap).awaitReady(Duration.ofSeconds(90))) {
+                assertThat(router.stop(Duration.ofSeconds(60))).isZero(); // its position taken: what follows is a backlog
+            }
+            var random = new Random(7);
+            var written = new HashSet<UUID>();
+            for (int i = 0; i < 240; i++) {
+                var chars = new char[256 * 1024]; // random letters: the producer's compression does not shrink them
+                for (int k = 0; k < chars.length; k++) {
+                    chars[k] = (char) ('a' + random.nextInt(26));
+                }
+                var e = new TestEvent(UUID.randomUUID(), "Order", "o-" + (i % 8), "OrderChanged", i / 8 + 1,
+                        "{\"seq\": " + (i / 8 + 1) + ", \"blob\": \"" + new String(chars) + "\"}");
+                db.insert(c, e);
+                if (i % 10 == 9) {
+                    c.commit();
+                }
+                written.add(e.id());
+            }
+            c.commit();
+            try (var router = RouterProcess.start(config, port, log, Map.of(), smallHeap).awaitReady(Duration.ofSeconds(90))) {
+                kafka.awaitIds(written, Duration.ofSeconds(120));
+                assertThat(router.stop(Duration.ofSeconds(60))).as("exit code after SIGTERM: %s", log).isZero();
+            }
+            assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError").contains("serial collector, client compiler only");
+        }
+    }
+
     @Test
     void runOncePublishesEverythingCommittedBeforeItStartedThenExitsZero() throws Exception {
         var db = newDatabase(unique("once"));

@@ -14,9 +14,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-/** The router as users run it: {@code java -jar outbox-router.jar run --config FILE}, in a child JVM. */
+/** The router as users run it: {@code java <the README's options> -jar outbox-router.jar run --config FILE}, in a child JVM. */
 final class RouterProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+
+    /** The JVM options the README gives for running the router (client compiler only, serial collector, 128 MB heap). */
+    static final List<String> JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+            "-XX:+ExitOnOutOfMemoryError");
 
     private final Process process;
     private final Path log;
@@ -41,8 +45,15 @@ final class RouterProcess implements AutoCloseable {
     }
 
     static RouterProcess start(Path config, int httpPort, Path log, java.util.Map<String, String> env) throws IOException {
-        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString(), "run", "--config", config.toString()));
+        return start(config, httpPort, log, env, JVM_OPTIONS);
+    }
+
+    /** With these JVM options instead of the README's. */
+    static RouterProcess start(Path config, int httpPort, Path log, java.util.Map<String, String> env, List<String> jvmOptions)
+            throws IOException {
+        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of("-jar", jar().toString(), "run", "--config", config.toString()));
         var builder = new ProcessBuilder(cmd);
         builder.environment().putAll(env);
         var process = builder
@@ -56,8 +67,10 @@ final class RouterProcess implements AutoCloseable {
 
     /** {@code run --once}: waits for the process to exit and returns its exit code. */
     static int runOnce(Path config, Path log, Duration timeout) throws IOException, InterruptedException {
-        var process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m", "-XX:+UseSerialGC", "-jar", jar().toString(), "run", "--once", "--config", config.toString())
+        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(JVM_OPTIONS);
+        cmd.addAll(List.of("-jar", jar().toString(), "run", "--once", "--config", config.toString()));
+        var process = new ProcessBuilder(cmd)
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             process.toHandle().destroyForcibly();
