@@ -14,6 +14,8 @@ final class Arrivals {
     private final AtomicLong firstProducedMillis = new AtomicLong(Long.MAX_VALUE);
     private final AtomicLong lastProducedMillis = new AtomicLong();
     final Map<String, Long> byId = new ConcurrentHashMap<>();
+    /** Records the topics hold while their reading waits for the drain to end ({@link Contender#readBackAfter}). */
+    private volatile long written;
 
     /** One event arrived; {@code id} may be null when the contender does not decode it. */
     void arrived(String id, long atMicros) {
@@ -60,6 +62,11 @@ final class Arrivals {
         return span <= 0 ? Double.NaN : (count.get() - 1) * 1e6 / span;
     }
 
+    /** While the reading back waits: how many records the topics hold, which counts as progress. */
+    void written(long records) {
+        written = records;
+    }
+
     /** Waits until {@code n} events arrived; false on timeout or when no event arrived for {@code stall}. */
     boolean await(long n, Duration timeout, Duration stall) throws InterruptedException {
         return await(n, timeout, stall, () -> true);
@@ -75,7 +82,7 @@ final class Arrivals {
             if (now > deadline || !alive.getAsBoolean()) {
                 return false;
             }
-            long c = count.get();
+            long c = count.get() + written;
             if (c != lastCount) {
                 lastCount = c;
                 lastChange = now;

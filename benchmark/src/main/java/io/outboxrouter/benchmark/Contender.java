@@ -12,6 +12,14 @@ interface Contender extends AutoCloseable {
     /** Where it delivers: Kafka for the ones that publish, its own reader for the others. */
     Arrivals arrivals();
 
+    /**
+     * For a drain: its events are read back from Kafka only once the topics hold {@code events} records, so that the
+     * reading does not share the machine with the drain (the rate comes from the records' producer timestamps). Call it
+     * before {@link #start()}; no effect on contenders that deliver elsewhere.
+     */
+    default void readBackAfter(long events) {
+    }
+
     /** Its own process's CPU and memory, or null when it runs inside the benchmark's JVM. */
     default ProcessStats stats() {
         return null;

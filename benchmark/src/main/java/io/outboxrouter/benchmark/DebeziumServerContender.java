@@ -32,6 +32,8 @@ final class DebeziumServerContender implements Contender {
     private final int port;
     private ChildProcess process;
     private KafkaArrivals kafka;
+    /** Read the records back only once the topics hold this many (a drain), or at once (0). */
+    private long readBackAfter;
 
     DebeziumServerContender(BenchDb db, String slot, String bootstrap, Path home, Path java, int port) {
         this.db = db;
@@ -155,7 +157,7 @@ final class DebeziumServerContender implements Contender {
                 "quarkus.log.level=INFO",
                 ""));
         if (kafka == null) {
-            kafka = new KafkaArrivals(bootstrap, Pattern.quote(topicPrefix) + "\\..*");
+            kafka = new KafkaArrivals(bootstrap, Pattern.quote(topicPrefix) + "\\..*", false, readBackAfter);
         }
         long t0 = System.nanoTime();
         process = ChildProcess.start(List.of("bash", "run.sh"), home,
@@ -163,6 +165,11 @@ final class DebeziumServerContender implements Contender {
                         System.getenv().getOrDefault("BENCH_DEBEZIUM_SERVER_OPTS", "-Xmx1g") + " --add-opens java.base/java.lang=ALL-UNNAMED"),
                 home.resolve("data/" + slot + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/q/health/ready", Duration.ofSeconds(180), t0);
+    }
+
+    @Override
+    public void readBackAfter(long events) {
+        readBackAfter = events;
     }
 
     @Override

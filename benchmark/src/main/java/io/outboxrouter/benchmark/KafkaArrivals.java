@@ -1,11 +1,19 @@
 package io.outboxrouter.benchmark;
 
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -16,11 +24,15 @@ final class KafkaArrivals implements AutoCloseable {
     private volatile boolean running = true;
 
     KafkaArrivals(String bootstrap, String topicRegex) {
-        this(bootstrap, topicRegex, false);
+        this(bootstrap, topicRegex, false, 0);
     }
 
-    /** @param readCommitted read only committed Kafka transactions, as an exactly-once router's consumers do */
-    KafkaArrivals(String bootstrap, String topicRegex, boolean readCommitted) {
+    /**
+     * @param readCommitted read only committed Kafka transactions, as an exactly-once router's consumers do
+     * @param readAfter     when above 0: start reading once the matching topics hold this many records (their end
+     *                      offsets, asked every 100 ms), not while they are written
+     */
+    KafkaArrivals(String bootstrap, String topicRegex, boolean readCommitted, long readAfter) {
         var p = new Properties();
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, readCommitted ? "read_committed" : "read_uncommitted");
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -33,9 +45,12 @@ final class KafkaArrivals implements AutoCloseable {
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         var consumer = new KafkaConsumer<byte[], byte[]>(p);
-        consumer.subscribe(Pattern.compile(topicRegex));
         thread = new Thread(() -> {
             try (consumer) {
+                if (readAfter > 0) {
+                    awaitWritten(bootstrap, Pattern.compile(topicRegex), readCommitted, readAfter);
+                }
+                consumer.subscribe(Pattern.compile(topicRegex));
                 while (running) {
                     var records = consumer.poll(Duration.ofMillis(20));
                     long at = Load.epochMicros();
@@ -49,6 +64,35 @@ final class KafkaArrivals implements AutoCloseable {
         }, "kafka-arrivals");
         thread.setDaemon(true);
         thread.start();
+    }
+
+    /** Until the topics matching {@code topics} hold {@code records} records, or this closes. */
+    private void awaitWritten(String bootstrap, Pattern topics, boolean readCommitted, long records) {
+        try (var admin = Admin.create(Map.<String, Object>of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            var options = new ListOffsetsOptions(readCommitted ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED);
+            while (running) {
+                var names = admin.listTopics().names().get().stream().filter(t -> topics.matcher(t).matches()).toList();
+                long written = 0;
+                if (!names.isEmpty()) {
+                    var request = new HashMap<TopicPartition, OffsetSpec>();
+                    for (var d : admin.describeTopics(names).allTopicNames().get().values()) {
+                        d.partitions().forEach(pi -> request.put(new TopicPartition(d.name(), pi.partition()), OffsetSpec.latest()));
+                    }
+                    for (var o : admin.listOffsets(request, options).all().get().values()) {
+                        written += o.offset();
+                    }
+                }
+                arrivals.written(written);
+                if (written >= records) {
+                    return;
+                }
+                Thread.sleep(100);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            Benchmark.LOG.warn("Reading end offsets failed ({}); reading the records now", e.toString());
+        }
     }
 
     /** Debezium's JSON header converter writes strings with quotes. */
