@@ -185,6 +185,7 @@ public final class Benchmark {
 
     private void drain(BenchDb db, Contender c, int txnSize, long events) throws Exception {
         LOG.info("{}: draining {} events", c.name(), events);
+        c.readBackAfter(events);
         c.start();
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();

@@ -15,10 +15,10 @@ final class RouterContender implements Contender {
     static final String PLAIN = NAME + ", plain java -jar";
     /**
      * The JVM options the README's "Running it" gives (and the Dockerfile sets): the client compiler only, the serial
-     * collector and a small heap. Change them together.
+     * collector and a small heap, most of it for new objects. Change them together.
      */
     static final List<String> RECOMMENDED_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
-            "-XX:+ExitOnOutOfMemoryError");
+            "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
     static final String EXACTLY_ONCE = NAME + ", exactly-once";
     static final String MESSAGES = NAME + ", messages";
 
@@ -36,6 +36,8 @@ final class RouterContender implements Contender {
     private boolean plain;
     private ChildProcess process;
     private KafkaArrivals kafka;
+    /** Read the records back only once the topics hold this many (a drain), or at once (0). */
+    private long readBackAfter;
 
     RouterContender(BenchDb db, String name, String topicPrefix, String bootstrap, Path dir, int port) {
         this(db, name, topicPrefix, bootstrap, dir, port, 1);
@@ -129,13 +131,15 @@ final class RouterContender implements Contender {
         var config = Files.writeString(dir.resolve(name + ".yml"), "name: " + name + "\n" + source + """
                 routing: { topic: "%s.${aggregatetype}" }
                 %s
-                kafka: { bootstrap-servers: "%s" }
+                kafka: { bootstrap-servers: "%s"%s }
                 http: { listen: "127.0.0.1:%d" }
                 delivery: %s
-                """.formatted(topicPrefix, System.getenv().getOrDefault(plain ? "BENCH_ROUTER_PLAIN_EXTRA_YAML" : "BENCH_ROUTER_EXTRA_YAML", ""), bootstrap, port,
+                """.formatted(topicPrefix, System.getenv().getOrDefault(plain ? "BENCH_ROUTER_PLAIN_EXTRA_YAML" : "BENCH_ROUTER_EXTRA_YAML", ""), bootstrap,
+                // e.g. ", producer: { compression.type: none }"
+                System.getenv().getOrDefault(plain ? "BENCH_ROUTER_PLAIN_KAFKA" : "BENCH_ROUTER_KAFKA", ""), port,
                 exactlyOnce ? "exactly-once" : "at-least-once"));
         if (kafka == null) {
-            kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*", exactlyOnce);
+            kafka = new KafkaArrivals(bootstrap, java.util.regex.Pattern.quote(topicPrefix) + "\\..*", exactlyOnce, readBackAfter);
         }
         long t0 = System.nanoTime();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -158,6 +162,11 @@ final class RouterContender implements Contender {
     Duration restart() throws Exception {
         process.close();
         return start();
+    }
+
+    @Override
+    public void readBackAfter(long events) {
+        readBackAfter = events;
     }
 
     @Override

@@ -7,7 +7,7 @@ import java.util.List;
 
 /**
  * What the JVM runs the router with, for the start log: its heap limit, collector and compilers, the settings the README's
- * launch options choose ({@code -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m}), so that an operator sees at once
+ * launch options choose ({@code -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m -Xmn80m}), so that an operator sees at once
  * whether they took effect.
  */
 final class JvmSettings {

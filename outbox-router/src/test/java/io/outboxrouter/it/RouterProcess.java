@@ -18,9 +18,10 @@ import java.util.concurrent.TimeUnit;
 final class RouterProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
 
-    /** The JVM options the README gives for running the router (client compiler only, serial collector, 128 MB heap). */
+    /** The JVM options the README gives for running the router (client compiler only, serial collector, a 128 MB heap
+     * of which 80 MB for new objects, exit on running out). */
     static final List<String> JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
-            "-XX:+ExitOnOutOfMemoryError");
+            "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
 
     private final Process process;
     private final Path log;
