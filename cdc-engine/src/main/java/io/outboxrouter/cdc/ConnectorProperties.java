@@ -12,8 +12,8 @@ import java.util.regex.Pattern;
 final class ConnectorProperties {
     /** A table include list that matches no table. */
     static final String NO_TABLE = "outbox_router_no_table\\.none";
-    /** The least the queue may hold, however small the heap: a few large rows. */
-    static final long MIN_QUEUE_BYTES = 4L << 20;
+    /** The least the queue may hold, however small the heap or many the engines: a large row or two. */
+    static final long MIN_QUEUE_BYTES = 1L << 20;
 
     private ConnectorProperties() {
     }
@@ -64,16 +64,17 @@ final class ConnectorProperties {
     }
 
     /**
-     * The connector's queue holds at most a tenth of the heap (shared by the shards of a router), its records' sizes
-     * estimated by {@link QueuedSize}: a small heap then carries large rows in smaller batches instead of running out of
-     * memory. The queue's limit also bounds a batch, and with it what the Kafka producer holds at once (a batch is
-     * acknowledged before the next is taken). 0 (no limit) when the heap has no maximum.
+     * The connector's queue holds at most a tenth of the heap (shared by the engines of a sharded router in one process),
+     * its records' sizes estimated by {@link QueuedSize}: a small heap then carries large rows in smaller batches instead
+     * of running out of memory. The same limit bounds a batch (the shadowed ChangeEventQueue), and with it what the
+     * Kafka producer holds at once (a batch is acknowledged before the next is taken). 0 (no limit) when the heap has no
+     * maximum.
      */
     static long queueBytes(RouterConfig config, long maxHeap) {
         if (maxHeap == Long.MAX_VALUE) {
             return 0;
         }
-        int engines = config.source().kind().isBinlog() ? 1 : config.source().postgres().shards();
+        int engines = config.source().kind().isBinlog() ? 1 : config.source().postgres().runs().size();
         return Math.max(MIN_QUEUE_BYTES, maxHeap / 10 / engines);
     }
 

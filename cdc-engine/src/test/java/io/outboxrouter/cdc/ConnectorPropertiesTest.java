@@ -67,11 +67,14 @@ class ConnectorPropertiesTest {
         String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox]";
         var one = RouterConfigLoader.parse("name: orders\n" + pg + " }\nkafka: { bootstrap-servers: \"k:9092\" }\n", Map.of());
         var four = RouterConfigLoader.parse("name: orders\n" + pg + ", postgres: { shards: 4 } }\nkafka: { bootstrap-servers: \"k:9092\" }\n",
-                Map.of());
+                Map.of()).shardConfigs().get(2);
+        var oneOfFour = RouterConfigLoader.parse("name: orders\n" + pg + ", postgres: { shards: 4, shard: 2/4 } }\n"
+                + "kafka: { bootstrap-servers: \"k:9092\" }\n", Map.of()).shardConfigs().get(0);
         long heap = 128L << 20;
         assertThat(ConnectorProperties.queueBytes(one, heap)).isEqualTo(heap / 10);
-        assertThat(ConnectorProperties.queueBytes(four, 1L << 30)).as("four engines in one heap").isEqualTo((1L << 30) / 40);
-        assertThat(ConnectorProperties.queueBytes(four, heap)).as("never less than a few large rows")
+        assertThat(ConnectorProperties.queueBytes(four, heap)).as("four engines in one heap").isEqualTo(heap / 40);
+        assertThat(ConnectorProperties.queueBytes(oneOfFour, heap)).as("one shard in a process of its own").isEqualTo(heap / 10);
+        assertThat(ConnectorProperties.queueBytes(four, 32L << 20)).as("never less than a large row or two")
                 .isEqualTo(ConnectorProperties.MIN_QUEUE_BYTES);
         assertThat(ConnectorProperties.queueBytes(one, Long.MAX_VALUE)).as("no heap limit, no queue limit").isZero();
         assertThat(properties(pg + " }\n").getProperty("max.queue.size.in.bytes"))

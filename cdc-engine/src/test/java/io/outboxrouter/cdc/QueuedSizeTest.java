@@ -58,4 +58,27 @@ class QueuedSizeTest {
         assertThat(polled + queue.poll().size()).isEqualTo(4);
         assertThat(queue.currentQueueSizeInBytes()).isZero();
     }
+
+    @Test
+    void aBatchEndsOnceItsOwnRowsReachTheBoundEvenWithinALongPollInterval() throws Exception {
+        var queue = new ChangeEventQueue.Builder<DataChangeEvent>().pollInterval(Duration.ofSeconds(5)).maxBatchSize(2048).maxQueueSize(8192)
+                .maxQueueSizeInBytes(1_000_000).loggingContextSupplier(() -> LoggingContext.forConnector("test", "test", "test")).build();
+        var large = change("p".repeat(200_000), null); // about 400 KB each
+        var reader = CompletableFuture.runAsync(() -> {
+            try {
+                for (int i = 0; i < 12; i++) {
+                    queue.enqueue(large); // as fast as the bound lets it
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        int total = 0;
+        while (total < 12) {
+            var batch = queue.poll();
+            assertThat(batch.size()).as("a batch of at most the bound and the row that crossed it").isLessThanOrEqualTo(3);
+            total += batch.size();
+        }
+        reader.get(5, TimeUnit.SECONDS);
+    }
 }

@@ -67,10 +67,10 @@ public record SourceConfig(
             return shards > 1;
         }
 
-        /** The settings of one shard: its own slot and publication. */
+        /** The settings of one shard: its own slot and publication; the shards this process runs stay as they are. */
         PostgresSource forShard(Shard s) {
             return new PostgresSource(slot + s.suffix(), publication + s.suffix(), heartbeatInterval, heartbeatTable, shards,
-                    List.of(s.index()), s, messagePrefix);
+                    runs, s, messagePrefix);
         }
     }
 

@@ -3,8 +3,7 @@
  *
  * Licensed under the Apache Software License version 2.0, available at http://www.apache.org/licenses/LICENSE-2.0
  *
- * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with two changes in poll() and a
- * third in doEnqueue().
+ * outbox-router: Debezium 3.5.0.Final's io.debezium.connector.base.ChangeEventQueue with these changes.
  * (1) While the queue is empty, poll() sleeps until the first record arrives (for up to IDLE_WAIT), then hands the batch
  * over at the end of the poll interval that record arrived in, exactly when successive polls would have: upstream
  * returns an empty batch every poll interval, and the engine polls again at once, a hundred wake-ups a second at the
@@ -14,7 +13,9 @@
  * cycle ended in up to a millisecond of spinning (drain, log, check the clock): about a tenth of a core for a router
  * with nothing to publish at the default 10 ms poll interval. The same loop is still upstream in 3.7. (3) A queued
  * record's size for max.queue.size.in.bytes is io.outboxrouter.cdc.QueuedSize's estimate, not Debezium's (which the
- * router, bounding its queue by the heap, would otherwise pay on every event). This class
+ * router, bounding its queue by the heap, would otherwise pay on every event), and poll() ends a batch once its own
+ * records reach that size: upstream only checks what is left in the queue, which each drain empties, so one batch
+ * could gather many queues' worth within a long poll interval. This class
  * replaces Debezium's in the runnable jar (the shade plugin drops the original) and ahead of it on the test class path;
  * ChangeEventQueuePatchTest and RunnableJarIT check that this copy is the one loaded. Compare it with upstream on every
  * Debezium upgrade.
@@ -98,6 +99,8 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
     private final Supplier<PreviousContext> loggingContextSupplier;
     private final Queue<Long> sizeInBytesQueue;
     private long currentQueueSizeInBytes = 0;
+    /** outbox-router: the bytes of the batch poll() is gathering (poll's thread, under the lock). */
+    private long batchBytes = 0;
 
     // Sometimes it is necessary to update the record before it is delivered depending on the content
     // of the following record. In that cases the easiest solution is to provide a single cell buffer
@@ -309,6 +312,7 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
             try {
                 this.lock.lock();
                 List<T> records = new ArrayList<>(Math.min(maxBatchSize, queue.size()));
+                batchBytes = 0;
                 throwProducerExceptionIfPresent();
                 long deadline = start + interval;
                 if (queue.size() == 0) {
@@ -327,7 +331,8 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
                     deadline = start + ((now - start) / interval + 1) * interval;
                 }
                 while (drainRecords(records, maxBatchSize - records.size()) < maxBatchSize
-                        && (maxQueueSizeInBytes == 0 || currentQueueSizeInBytes < maxQueueSizeInBytes)
+                        // outbox-router: the batch's bytes too, not only the queue's, which a drain has just emptied
+                        && (maxQueueSizeInBytes == 0 || (currentQueueSizeInBytes < maxQueueSizeInBytes && batchBytes < maxQueueSizeInBytes))
                         && System.nanoTime() < deadline) {
                     throwProducerExceptionIfPresent();
 
@@ -359,6 +364,16 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
             return records.size();
         }
         int recordsToDrain = Math.min(queueSize, maxElements);
+        if (maxQueueSizeInBytes > 0) {
+            // outbox-router: a batch stops at the bound, with the record that crossed it (see the header)
+            for (int i = 0; i < recordsToDrain && batchBytes < maxQueueSizeInBytes; i++) {
+                records.add(queue.poll());
+                Long objectSize = sizeInBytesQueue.poll();
+                currentQueueSizeInBytes -= (objectSize == null ? 0L : objectSize);
+                batchBytes += (objectSize == null ? 0L : objectSize);
+            }
+            return records.size();
+        }
         T[] drainedRecords = (T[]) new Sizeable[recordsToDrain];
         for (int i = 0; i < recordsToDrain; i++) {
             T record = queue.poll();
