@@ -1,9 +1,9 @@
 package io.outboxrouter.benchmark;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.time.Duration;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -12,13 +12,15 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /** A consumer that records when each event (by its {@code id} header) reached Kafka's consumers. */
 final class KafkaArrivals implements AutoCloseable {
+    /** How long the topics may stay as they are before their reading starts with fewer records than expected. */
+    private static final Duration STALLED = Duration.ofSeconds(10);
     private final Arrivals arrivals = new Arrivals();
     private final Thread thread;
     private volatile boolean running = true;
@@ -66,33 +68,54 @@ final class KafkaArrivals implements AutoCloseable {
         thread.start();
     }
 
-    /** Until the topics matching {@code topics} hold {@code records} records, or this closes. */
+    /**
+     * Until the topics matching {@code topics} hold {@code records} records and have held them for a second (Kafka
+     * transaction markers count in end offsets: an exactly-once drain reaches the number a little early), until they
+     * have not grown for {@link #STALLED} (a contender that delivers fewer: what is there is read), or until this closes.
+     */
     private void awaitWritten(String bootstrap, Pattern topics, boolean readCommitted, long records) {
         try (var admin = Admin.create(Map.<String, Object>of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             var options = new ListOffsetsOptions(readCommitted ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED);
+            long last = -1;
+            long since = System.nanoTime();
             while (running) {
-                var names = admin.listTopics().names().get().stream().filter(t -> topics.matcher(t).matches()).toList();
-                long written = 0;
-                if (!names.isEmpty()) {
-                    var request = new HashMap<TopicPartition, OffsetSpec>();
-                    for (var d : admin.describeTopics(names).allTopicNames().get().values()) {
-                        d.partitions().forEach(pi -> request.put(new TopicPartition(d.name(), pi.partition()), OffsetSpec.latest()));
-                    }
-                    for (var o : admin.listOffsets(request, options).all().get().values()) {
-                        written += o.offset();
-                    }
+                long written;
+                try {
+                    written = endOffsets(admin, topics, options);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    written = last; // a topic still being created: ask again
                 }
-                arrivals.written(written);
-                if (written >= records) {
+                long now = System.nanoTime();
+                if (written != last) {
+                    last = written;
+                    since = now;
+                    arrivals.written(written);
+                } else if (written >= records && now - since >= Duration.ofSeconds(1).toNanos() || now - since >= STALLED.toNanos()) {
                     return;
                 }
                 Thread.sleep(100);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        } catch (Exception e) {
-            Benchmark.LOG.warn("Reading end offsets failed ({}); reading the records now", e.toString());
         }
+    }
+
+    /** The sum of the end offsets of the topics matching {@code topics}. */
+    private static long endOffsets(Admin admin, Pattern topics, ListOffsetsOptions options)
+            throws java.util.concurrent.ExecutionException, InterruptedException {
+        var names = admin.listTopics().names().get().stream().filter(t -> topics.matcher(t).matches()).toList();
+        if (names.isEmpty()) {
+            return 0;
+        }
+        var request = new HashMap<TopicPartition, OffsetSpec>();
+        for (var d : admin.describeTopics(names).allTopicNames().get().values()) {
+            d.partitions().forEach(pi -> request.put(new TopicPartition(d.name(), pi.partition()), OffsetSpec.latest()));
+        }
+        long written = 0;
+        for (var o : admin.listOffsets(request, options).all().get().values()) {
+            written += o.offset();
+        }
+        return written;
     }
 
     /** Debezium's JSON header converter writes strings with quotes. */
