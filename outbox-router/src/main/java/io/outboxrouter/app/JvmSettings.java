@@ -14,7 +14,7 @@ final class JvmSettings {
     private JvmSettings() {
     }
 
-    /** For example "Java 17.0.15, heap up to 128 MiB, serial collector, client compiler only". */
+    /** For example "Java 17.0.15, heap up to 120 MiB, serial collector, client compiler only". */
     static String describe() {
         long heap = Runtime.getRuntime().maxMemory();
         String heapLimit = heap == Long.MAX_VALUE ? "no heap limit" : "heap up to " + (heap >> 20) + " MiB";

@@ -9,11 +9,11 @@ import java.util.concurrent.ExecutionException;
 
 /** Turns the error that stopped the router into the one line an operator reads. */
 final class Failures {
-    private Failures() {
-    }
-
     /** What Debezium says when its task finds the stored position gone from the source. */
     private static final String SLOT_LOST = "but this is no longer available on the server";
+
+    private Failures() {
+    }
 
     static String explain(Throwable error) {
         var slotLost = slotLost(error);

@@ -56,8 +56,8 @@ class PostgresExactlyOnceIT {
     }
 
     /**
-     * Terminates the router's lock session and its replication connection, as a network partition from the database
-     * would; returns how many of each.
+     * Terminates the router's lock session, its replication connection and an offset write left open, as a network
+     * partition from the database would; returns how many lock sessions and replication connections.
      */
     private static String cutOffFromTheDatabase(PostgresOutbox db, String slot) throws Exception {
         try (var c = db.connect(); var st = c.createStatement()) {
@@ -72,6 +72,12 @@ class PostgresExactlyOnceIT {
                     + slot + "' AND active_pid IS NOT NULL")) {
                 rs.next();
                 streams = rs.getInt(1);
+            }
+            // An offset write the pause caught inside its transaction holds the offsets row, which the next router's fencing
+            // token waits for: the database ends that session too when it loses the paused process.
+            try (var rs = st.executeQuery("SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_class t ON t.oid = l.relation "
+                    + "WHERE t.relname = 'outbox_router_offsets' AND l.granted AND l.pid <> pg_backend_pid()")) {
+                rs.next();
             }
             c.commit();
             return locks + " lock session(s), " + streams + " replication connection(s)";
