@@ -23,9 +23,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  * The ceiling of anything built on Debezium: the Postgres connector in the embedded engine, with the router's connector
  * settings (poll, batch, column filter, no tombstones or context headers, transaction metadata off and a heartbeat every
  * 250 ms on Postgres; or with transaction metadata on, as the router runs under exactly-once delivery), and a consumer
- * that only counts the rows and marks them processed (offsets in memory). It runs in a JVM of its own started for each drain, as the router does (same heap, same class path as the benchmark, so with
- * the router's SchemaUtil backport): a drain after a restart includes the JIT compiler's work, which on two cores is
- * about half of a fresh JVM's CPU in the first seconds. The child writes its progress (count, first and last arrival)
+ * that only counts the rows and marks them processed (offsets in memory). It runs in a JVM of its own started for each
+ * drain, as the router does (the router's JVM options, the benchmark's class path, so with the router's SchemaUtil
+ * backport): a drain after a restart includes the JIT compiler's work. The child writes its progress (count, first and last arrival)
  * to a file the benchmark polls.
  */
 final class BareDebezium implements Contender {

@@ -13,12 +13,8 @@ import java.util.Map;
 final class RouterContender implements Contender {
     static final String NAME = "outbox-router";
     static final String PLAIN = NAME + ", plain java -jar";
-    /**
-     * The JVM options the README's "Running it" gives (and the Dockerfile sets): the client compiler only, the serial
-     * collector and a small heap, most of it for new objects. Change them together.
-     */
-    static final List<String> RECOMMENDED_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
-            "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
+    /** The JVM options the README gives for running the router. */
+    static final List<String> RECOMMENDED_JVM_OPTIONS = io.outboxrouter.app.JvmSettings.RECOMMENDED_OPTIONS;
     static final String EXACTLY_ONCE = NAME + ", exactly-once";
     static final String MESSAGES = NAME + ", messages";
 

@@ -6,11 +6,18 @@ import java.lang.management.ManagementFactory;
 import java.util.List;
 
 /**
- * What the JVM runs the router with, for the start log: its heap limit, collector and compilers, the settings the README's
- * launch options choose ({@code -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m -Xmn80m}), so that an operator sees at once
- * whether they took effect.
+ * The JVM options the router is meant to run with, and what the JVM runs it with, for the start log: its heap limit,
+ * collector and compilers, so that an operator sees at once whether the options took effect.
  */
-final class JvmSettings {
+public final class JvmSettings {
+    /**
+     * The client compiler only, the serial collector, a 128 MB heap of which 80 MB for new objects, exit on running out
+     * (README, Operating notes, which gives the measurements). The README's run command and the Dockerfile spell them
+     * out (JvmSettingsTest checks they agree); the tests, the quickstart and the benchmark take them from here.
+     */
+    public static final List<String> RECOMMENDED_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+            "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
+
     private JvmSettings() {
     }
 

@@ -2,6 +2,8 @@ package io.outboxrouter.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -13,6 +15,13 @@ class JvmSettingsTest {
         assertThat(JvmSettings.collector(List.of("PS Scavenge", "PS MarkSweep"))).isEqualTo("parallel");
         assertThat(JvmSettings.collector(List.of("ZGC Cycles", "ZGC Pauses"))).isEqualTo("Z");
         assertThat(JvmSettings.collector(List.of("Shenandoah Cycles", "Shenandoah Pauses"))).isEqualTo("Shenandoah Cycles/Shenandoah Pauses");
+    }
+
+    @Test
+    void theReadmesRunCommandAndTheDockerImageGiveTheRecommendedOptions() throws Exception {
+        String options = String.join(" ", JvmSettings.RECOMMENDED_OPTIONS);
+        assertThat(Files.readString(Path.of("..", "README.md"))).contains("java " + options + " \\\n     -jar outbox-router.jar run");
+        assertThat(Files.readString(Path.of("..", "Dockerfile"))).contains("JAVA_TOOL_OPTIONS=\"" + options + "\"");
     }
 
     @Test

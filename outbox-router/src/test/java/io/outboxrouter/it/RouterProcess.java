@@ -2,6 +2,7 @@ package io.outboxrouter.it;
 
 import static org.awaitility.Awaitility.await;
 
+import io.outboxrouter.app.JvmSettings;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -17,11 +18,6 @@ import java.util.concurrent.TimeUnit;
 /** The router as users run it: {@code java <the README's options> -jar outbox-router.jar run --config FILE}, in a child JVM. */
 final class RouterProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
-
-    /** The JVM options the README gives for running the router (client compiler only, serial collector, a 128 MB heap
-     * of which 80 MB for new objects, exit on running out). */
-    static final List<String> JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
-            "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
 
     private final Process process;
     private final Path log;
@@ -46,16 +42,13 @@ final class RouterProcess implements AutoCloseable {
     }
 
     static RouterProcess start(Path config, int httpPort, Path log, java.util.Map<String, String> env) throws IOException {
-        return start(config, httpPort, log, env, JVM_OPTIONS);
+        return start(config, httpPort, log, env, JvmSettings.RECOMMENDED_OPTIONS);
     }
 
     /** With these JVM options instead of the README's. */
     static RouterProcess start(Path config, int httpPort, Path log, java.util.Map<String, String> env, List<String> jvmOptions)
             throws IOException {
-        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        cmd.addAll(jvmOptions);
-        cmd.addAll(List.of("-jar", jar().toString(), "run", "--config", config.toString()));
-        var builder = new ProcessBuilder(cmd);
+        var builder = new ProcessBuilder(command(jvmOptions, "run", "--config", config.toString()));
         builder.environment().putAll(env);
         var process = builder
                 .redirectErrorStream(true)
@@ -66,12 +59,18 @@ final class RouterProcess implements AutoCloseable {
         return new RouterProcess(process, log, httpPort);
     }
 
+    /** {@code java <jvmOptions> -jar outbox-router.jar <args>}, with this JVM's java. */
+    private static List<String> command(List<String> jvmOptions, String... args) {
+        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of("-jar", jar().toString()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
     /** {@code run --once}: waits for the process to exit and returns its exit code. */
     static int runOnce(Path config, Path log, Duration timeout) throws IOException, InterruptedException {
-        var cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        cmd.addAll(JVM_OPTIONS);
-        cmd.addAll(List.of("-jar", jar().toString(), "run", "--once", "--config", config.toString()));
-        var process = new ProcessBuilder(cmd)
+        var process = new ProcessBuilder(command(JvmSettings.RECOMMENDED_OPTIONS, "run", "--once", "--config", config.toString()))
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             process.toHandle().destroyForcibly();

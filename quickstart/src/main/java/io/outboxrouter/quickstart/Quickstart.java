@@ -1,5 +1,6 @@
 package io.outboxrouter.quickstart;
 
+import io.outboxrouter.app.JvmSettings;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.testing.KafkaBroker;
@@ -76,8 +77,8 @@ public final class Quickstart {
                     """.formatted(url, PostgresServer.USER, PostgresServer.PASSWORD, kafka.bootstrapServers(), httpPort));
             OUT.printf("  Postgres  %s (user %s, password %s)%n", url, PostgresServer.USER, PostgresServer.PASSWORD);
             OUT.printf("  Kafka     %s%n", kafka.bootstrapServers());
-            OUT.printf("  Router    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m -Xmn80m -XX:+ExitOnOutOfMemoryError -jar outbox-router.jar "
-                    + "run --config %s%n", config);
+            OUT.printf("  Router    java %s -jar outbox-router.jar run --config %s%n", String.join(" ", JvmSettings.RECOMMENDED_OPTIONS),
+                    config);
             OUT.printf("  Health    http://127.0.0.1:%d/health/ready%n", httpPort);
 
             var commits = new ConcurrentHashMap<String, Long>();

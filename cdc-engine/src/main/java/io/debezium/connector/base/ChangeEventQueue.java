@@ -379,12 +379,7 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
             T record = queue.poll();
             drainedRecords[i] = record;
         }
-        if (maxQueueSizeInBytes > 0) {
-            for (int i = 0; i < recordsToDrain; i++) {
-                Long objectSize = sizeInBytesQueue.poll();
-                currentQueueSizeInBytes -= (objectSize == null ? 0L : objectSize);
-            }
-        }
+        // outbox-router: upstream's byte accounting for this path moved into the bounded branch above
         records.addAll(Arrays.asList(drainedRecords));
         return records.size();
     }
