@@ -60,6 +60,9 @@ final class JdbcStore implements AutoCloseable {
         // A write to a database that went silent (a lost host, a network partition) fails in seconds and is retried,
         // instead of hanging the engine's commit until TCP gives up.
         hc.setDataSourceProperties(SqlDialect.of(settings.url()).timeouts());
+        // Every unit of work here is a few statements sent back to back: a transaction left open longer belongs to a
+        // process that was paused or cut off inside a write, and must not keep a standby from its fencing token.
+        hc.setConnectionInitSql(SqlDialect.of(settings.url()).endIdleTransactions(RouterLock.DEAD_SESSION_SECONDS));
         return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry(), retries);
     }
 
@@ -103,7 +106,8 @@ final class JdbcStore implements AutoCloseable {
     }
 
     /**
-     * Lost connections, timeouts and serialization conflicts are worth another try; bad credentials, a missing
+     * Lost connections (also one the server ended after a pause inside a transaction), timeouts and serialization
+     * conflicts are worth another try; bad credentials, a missing
      * database or table and bad SQL are not, even when the pool wraps them in a "transient" exception.
      */
     static boolean isTransient(Throwable e) {
@@ -115,7 +119,8 @@ final class JdbcStore implements AutoCloseable {
                     return false;
                 }
                 transientSeen |= state.startsWith("08") || state.startsWith("57P") || state.equals("40001")
-                        || state.equals("40P01") || state.equals("53300") || state.equals("HYT00");
+                        || state.equals("40P01") || state.equals("53300") || state.equals("HYT00")
+                        || state.equals("25P03"); // the session ended by idle_in_transaction_session_timeout
             }
             transientSeen |= t instanceof SQLTransientException || t instanceof SQLRecoverableException;
             if (t.getCause() == t) {

@@ -27,6 +27,11 @@ enum SqlDialect {
         }
 
         @Override
+        String endIdleTransactions(int seconds) {
+            return "SET idle_in_transaction_session_timeout = '" + seconds + "s'";
+        }
+
+        @Override
         String upsert(String table) {
             return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP) "
                     + "ON CONFLICT (router_name, offset_key) DO UPDATE SET offset_value = EXCLUDED.offset_value, updated_at = EXCLUDED.updated_at";
@@ -48,6 +53,15 @@ enum SqlDialect {
                 // The lock check keeps the session busy every second; a silent client's session ends after this.
                 st.execute("SET SESSION wait_timeout = " + seconds);
             }
+        }
+
+        /**
+         * MariaDB 10.3+ only ({@code /*M!100300} runs on MariaDB alone); MySQL has no such timeout and keeps the
+         * assignment that changes nothing.
+         */
+        @Override
+        String endIdleTransactions(int seconds) {
+            return "SET SESSION wait_timeout = @@session.wait_timeout /*M!100300 , idle_transaction_timeout = " + seconds + " */";
         }
 
         @Override
@@ -73,6 +87,14 @@ enum SqlDialect {
 
     /** Makes the server end this session within about {@code seconds} when its client goes silent, releasing its locks. */
     abstract void expireDeadSession(Connection c, int seconds) throws SQLException;
+
+    /**
+     * The statement that makes the server end this session when a transaction stays open without a statement for
+     * {@code seconds}: an offset write caught open by a paused or lost process would otherwise hold the offsets rows
+     * (and the fencing token a standby must take) until TCP gives up on it. Not for the router lock's session, which is
+     * idle by design.
+     */
+    abstract String endIdleTransactions(int seconds);
 
     /** Insert or replace one row; parameters: router name, key, value. */
     abstract String upsert(String table);

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.outboxrouter.config.Secret;
 import io.outboxrouter.retry.Retry;
 import io.outboxrouter.testing.DatabaseServer;
+import io.outboxrouter.testing.MySqlServer;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -13,10 +14,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.connect.runtime.standalone.StandaloneConfig;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -78,7 +82,7 @@ abstract class OffsetStoreContract {
 
     @Test
     void onMySqlAndMariaDbAProcessOfAnOlderBuildHoldingTheOldLockNameKeepsANewOneStandingBy() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeFalse(url().startsWith("jdbc:postgresql:"), "Postgres locks were always per database");
+        Assumptions.assumeFalse(url().startsWith("jdbc:postgresql:"), "Postgres locks were always per database");
         var settings = settings("upgrading", "offsets", Duration.ofSeconds(5));
         try (var old = java.sql.DriverManager.getConnection(url(), user(), password()); var st = old.createStatement()) {
             st.execute("SELECT GET_LOCK('" + RouterLock.legacyMysqlName("upgrading") + "', 0)");
@@ -108,6 +112,49 @@ abstract class OffsetStoreContract {
             assertThat(RouterLock.tryAcquire(settings(longName, "offsets", Duration.ofSeconds(5)))).isEmpty();
             assertThat(RouterLock.tryAcquire(settings(longName + "x", "offsets", Duration.ofSeconds(5)))).isPresent().get()
                     .satisfies(RouterLock::close);
+        }
+    }
+
+    /**
+     * A process paused (or cut off) inside an offset write leaves its transaction open on the fencing token's row. The
+     * server ends that session within {@link RouterLock#DEAD_SESSION_SECONDS}, so the next process takes its token (its
+     * wait is bounded by a 30 s query timeout, after which it would fail).
+     */
+    @Test
+    void anOffsetWriteLeftOpenByAPausedProcessHoldsTheFencingTokenOnlyBriefly() throws Exception {
+        Assumptions.assumeFalse(server instanceof MySqlServer, "MySQL has no timeout for an idle transaction");
+        var settings = settings("paused", "offsets", Duration.ofSeconds(60));
+        var locked = new CountDownLatch(1);
+        var resumed = new CountDownLatch(1);
+        var paused = Executors.newSingleThreadExecutor();
+        try (var table = OffsetTable.open(settings); var zombie = JdbcStore.open(settings, "zombie")) {
+            table.createIfMissing();
+            long first = table.nextFence("paused");
+            var write = paused.submit(() -> zombie.run("an offset write paused inside its transaction", c -> {
+                try (var ps = c.prepareStatement("SELECT offset_value FROM offsets WHERE router_name = ? AND offset_key = ? FOR UPDATE")) {
+                    ps.setString(1, "paused");
+                    ps.setString(2, OffsetTable.FENCE_KEY);
+                    ps.executeQuery().close();
+                }
+                locked.countDown();
+                try {
+                    resumed.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.sql.SQLException("interrupted", e);
+                }
+                return null;
+            }));
+            assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+            long started = System.nanoTime();
+            assertThat(table.nextFence("paused")).as("the next process's token").isEqualTo(first + 1);
+            System.out.printf("fencing token taken %d ms after a paused write locked its row%n",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+            resumed.countDown();
+            write.get(60, TimeUnit.SECONDS); // the woken write's session is gone: retried on a new one
+        } finally {
+            resumed.countDown();
+            paused.shutdownNow();
         }
     }
 
