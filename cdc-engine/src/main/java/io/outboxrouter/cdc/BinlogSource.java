@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.apache.kafka.connect.data.Struct;
 
@@ -340,7 +341,7 @@ final class BinlogSource implements Source {
     }
 
     @Override
-    public Optional<SlotMonitor> monitor() {
+    public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
         return Optional.empty();
     }
 

@@ -16,6 +16,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import org.apache.kafka.connect.data.Struct;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -340,8 +341,8 @@ final class PostgresSource implements Source {
     }
 
     @Override
-    public Optional<SlotMonitor> monitor() {
-        return Optional.of(new SlotMonitor(config.source(), config.name()));
+    public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
+        return Optional.of(new SlotMonitor(config.source(), config.name(), drift));
     }
 
     @Override

@@ -3,14 +3,20 @@ package io.outboxrouter.cdc;
 import io.outboxrouter.config.SourceConfig;
 import java.sql.SQLException;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Measures, every 15 s, the router's Postgres slot: active, confirmed position, and the WAL it retains (the cost of falling behind). */
+/**
+ * Measures, every 15 s, the router's Postgres slot: active, confirmed position, and the WAL it retains (the cost of
+ * falling behind). It also watches the slot's publication: one dropped, or dropped and created again, under a running
+ * router leaves the slot unable to decode what was written since, and Debezium would restart its task for ever.
+ */
 public final class SlotMonitor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
     private static final long PERIOD_SECONDS = 15;
@@ -23,9 +29,15 @@ public final class SlotMonitor implements AutoCloseable {
     private final SourceConfig source;
     private final AtomicReference<SlotState> state = new AtomicReference<>();
     private final ScheduledExecutorService timer;
+    private final Consumer<SourceSetupException> drift;
+    /** The publication's oid when first seen; null until it exists (a first start creates it after this starts). */
+    private Long publicationOid;
+    private SourceSetupException drifted;
 
-    SlotMonitor(SourceConfig source, String routerName) {
+    /** @param drift told once, on the monitor's thread, when the publication is dropped or replaced under the router */
+    SlotMonitor(SourceConfig source, String routerName, Consumer<SourceSetupException> drift) {
         this.source = source;
+        this.drift = drift;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "slot-monitor-" + routerName);
             t.setDaemon(true);
@@ -45,20 +57,55 @@ public final class SlotMonitor implements AutoCloseable {
         return state.get();
     }
 
-    private void measure() {
+    /**
+     * Measures now, on the caller's thread (the drift callback too): after the engine failed, tells whether the
+     * publication changed under it, which Debezium reports in words of its own or not at all.
+     */
+    public Optional<SourceSetupException> measureNow() {
+        measure();
+        synchronized (this) {
+            return Optional.ofNullable(drifted);
+        }
+    }
+
+    private synchronized void measure() {
         String slot = source.postgres().slot();
         try (var c = source.connection().open();
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
-                     + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
+                     + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?");
+             var pub = c.prepareStatement("SELECT oid::bigint FROM pg_publication WHERE pubname = ?")) {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {
                 state.set(rs.next()
                         ? new SlotState(slot, true, rs.getBoolean(1), rs.getString(2), rs.getString(3), rs.getLong(4), Instant.now())
                         : new SlotState(slot, false, false, null, null, -1, Instant.now()));
             }
+            pub.setString(1, source.postgres().publication());
+            try (var rs = pub.executeQuery()) {
+                watchPublication(rs.next() ? rs.getLong(1) : null);
+            }
         } catch (SQLException e) {
             LOG.debug("Could not measure the WAL retained by slot {}: {}", slot, e.getMessage());
         }
+    }
+
+    private void watchPublication(Long oid) {
+        if (publicationOid == null || drifted != null) {
+            publicationOid = oid;
+            return;
+        }
+        if (publicationOid.equals(oid)) {
+            return;
+        }
+        String publication = source.postgres().publication();
+        String slot = source.postgres().slot();
+        drifted = new SourceSetupException("publication " + publication + " was dropped" + (oid == null ? "" : " and created again")
+                + " while the router ran: slot " + slot + " cannot decode the changes written since (pgoutput looks the publication up "
+                + "as it was when each change was written), so the router stops rather than go past them. Fix: drop the slot "
+                + "(SELECT pg_drop_replication_slot('" + slot + "'))" + (oid == null ? "" : " and the new publication (DROP PUBLICATION "
+                + publication + ")") + ", start once with run --accept-gap, which creates the publication, then the slot; then publish "
+                + "what was committed since the router's stored position with replay --since <the time offsets show prints as updated>");
+        drift.accept(drifted);
     }
 
     @Override

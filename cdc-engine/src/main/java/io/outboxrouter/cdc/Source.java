@@ -107,8 +107,12 @@ public sealed interface Source permits PostgresSource, BinlogSource {
                 OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()));
     }
 
-    /** The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch. */
-    Optional<SlotMonitor> monitor();
+    /**
+     * The server's view of the stream (a replication slot), measured in the background; empty when there is none to watch.
+     *
+     * @param drift told when the source changed under the running router so that it cannot go on (a dropped publication)
+     */
+    Optional<SlotMonitor> monitor(java.util.function.Consumer<SourceSetupException> drift);
 
     /** The columns of a table as the database names them; empty when there is no such table. */
     Set<String> columns(String table) throws SQLException;

@@ -75,7 +75,7 @@ final class SourceStream implements AutoCloseable {
         lockTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.timer = lockTimer;
         this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
-        this.monitor = source.monitor();
+        this.monitor = source.monitor(this::sourceChanged);
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
@@ -148,6 +148,7 @@ final class SourceStream implements AutoCloseable {
             var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
             activatedBefore = true;
             engine = started;
+            monitor.ifPresent(SlotMonitor::measureNow); // the publication as the engine starts with it, to tell if it changes
             started.completion().whenComplete((v, e) -> {
                 if (engine != started || closed) {
                     return; // stopped because the lock was lost (the stream goes on), or because the router stops
@@ -155,6 +156,7 @@ final class SourceStream implements AutoCloseable {
                 if (e == null) {
                     completion.complete(null);
                 } else {
+                    monitor.ifPresent(SlotMonitor::measureNow); // a dropped publication is explained as such, with the fix
                     completion.completeExceptionally(e);
                 }
             });
@@ -227,6 +229,12 @@ final class SourceStream implements AutoCloseable {
         public void failed(Throwable error) {
             completion.completeExceptionally(error);
         }
+    }
+
+    /** The source changed under the stream so that it cannot go on (a dropped publication): the router stops, saying how to fix it. */
+    private void sourceChanged(io.outboxrouter.cdc.SourceSetupException e) {
+        LOG.error("Router {}: {}", config.name(), e.getMessage());
+        completion.completeExceptionally(e);
     }
 
     RouterState state() {

@@ -18,6 +18,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -212,6 +214,46 @@ class PostgresDriftIT {
             assertThatThrownBy(() -> router.completion().get(180, java.util.concurrent.TimeUnit.SECONDS))
                     .hasStackTraceContaining("no longer available on the server");
             assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
+
+    /**
+     * A publication dropped under a running router stops it with the fix, whether it stays dropped (Debezium's restart
+     * then fails in words of its own) or is created again (Debezium would restart its task for ever).
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aPublicationDroppedWhileRunningStopsTheRouterWithTheFix(boolean createdAgain) throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("pubrun"));
+        String topics = OutboxContract.unique("pubrun");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, OutboxContract.unique("pubrun-router").replace('_', '-'), topics));
+        var config = RouterConfigLoader.load(file, Map.of());
+        String publication = config.source().postgres().publication();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var first = TestEvent.of("Order", "o-1", 1);
+            db.insert(c, first);
+            c.commit();
+            kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
+
+            db.execute("DROP PUBLICATION " + publication);
+            var whileDropped = TestEvent.of("Order", "o-1", 2);
+            db.insert(c, whileDropped);
+            c.commit();
+            if (createdAgain) {
+                db.execute("CREATE PUBLICATION " + publication + " FOR TABLE public.outbox, public.outbox_binary");
+            }
+            var after = TestEvent.of("Order", "o-1", 3);
+            db.insert(c, after);
+            c.commit();
+
+            assertThatThrownBy(() -> router.completion().get(120, java.util.concurrent.TimeUnit.SECONDS))
+                    .hasStackTraceContaining("publication " + publication + " was dropped" + (createdAgain ? " and created again" : "")
+                            + " while the router ran")
+                    .hasStackTraceContaining("pg_drop_replication_slot").hasStackTraceContaining("--accept-gap")
+                    .hasStackTraceContaining("replay --since");
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id)
+                    .as("nothing past the change the slot cannot decode").doesNotContain(whileDropped.id(), after.id());
         }
     }
 
