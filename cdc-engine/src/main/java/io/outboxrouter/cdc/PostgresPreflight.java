@@ -215,19 +215,25 @@ final class PostgresPreflight {
         return false;
     }
 
+    /**
+     * A slot decodes each change with the catalog as it was when the change was written: with a publication created now,
+     * pgoutput fails on everything written before ("publication does not exist") and the connector restarts for ever.
+     * So the router never creates one behind a slot (it creates the publication before the slot).
+     */
+    private static Check missingBehindSlot(String publication, String slot) {
+        return Check.fail("publication", "publication " + publication + " is missing while slot " + slot + " exists (dropped "
+                + "behind the router's back?): the slot cannot decode what was written before a publication created now",
+                "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and start once with run --accept-gap, which "
+                + "creates the publication, then the slot; then publish what was committed since the router's stored position "
+                + "with replay --since <the time offsets show prints as updated>");
+    }
+
     private static Check publicationCheck(Connection c, String publication, String slot, List<String> tables) throws SQLException {
         var published = publishedTables(c, publication);
         boolean partitioned = anyPartitioned(c, tables);
         String create = PostgresDdl.createPublication(publication, tables, partitioned);
         if (published.isEmpty() && slotExists(c, slot)) {
-            // A slot decodes each change with the catalog as it was when the change was written: with a publication created
-            // now, pgoutput fails on everything written before ("publication does not exist") and the connector restarts
-            // for ever. So the router never creates it behind a slot (it creates the publication before the slot).
-            return Check.fail("publication", "publication " + publication + " is missing while slot " + slot + " exists (dropped "
-                    + "behind the router's back?): the slot cannot decode what was written before a publication created now",
-                    "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and start once with run --accept-gap, which "
-                    + "creates the publication, then the slot; then publish what was committed since the router's stored position "
-                    + "with replay --since <the time offsets show prints as updated>");
+            return missingBehindSlot(publication, slot);
         }
         if (published.isEmpty()) {
             return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
@@ -304,6 +310,10 @@ final class PostgresPreflight {
         String create = PostgresDdl.createShardPublication(pg.publication(), filters, pg.heartbeat() ? pg.heartbeatTable() : null,
                 routerName, anyPartitioned(c, source.tables()));
         var published = rowFilters(c, pg.publication());
+        if (published.isEmpty() && slotExists(c, pg.slot())) {
+            checks.add(missingBehindSlot(pg.publication(), pg.slot()));
+            return checks;
+        }
         if (published.isEmpty()) {
             checks.add(Check.pass("publication", "publication " + pg.publication() + " will be created on first start (" + create
                     + "; this needs ownership of the tables, else run it as their owner)"));

@@ -430,6 +430,36 @@ class PostgresShardsIT {
         }
     }
 
+    /** A shard's publication dropped while stopped is refused as on an unsharded router, never created again behind its slot. */
+    @Test
+    void aShardsPublicationDroppedWhileStoppedIsRefusedNotCreatedBehindItsSlot() throws Exception {
+        var db = newDatabase(unique("shardpub"));
+        String topics = unique("shardpub");
+        String name = unique("shardpub-router").replace('_', '-');
+        String slot = name.replace('-', '_');
+        String yaml = yaml(db, name, topics, 0, "shards: 2");
+        try (var router = start(yaml); var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            var ids = OutboxContract.writeSequenced(db, 20, 10);
+            kafka.awaitIds(Set.copyOf(ids), Duration.ofSeconds(60));
+        }
+        String publication;
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery(
+                "SELECT pubname FROM pg_publication WHERE pubname LIKE '%shard_1_of_2'")) {
+            assertThat(rs.next()).isTrue();
+            publication = rs.getString(1);
+        }
+        db.execute("DROP PUBLICATION " + publication);
+        assertThatThrownBy(() -> Router.start(RouterConfigLoader.parse(yaml, Map.of())).close())
+                .isInstanceOf(SourceSetupException.class)
+                .hasMessageContaining("publication " + publication + " is missing while slot " + slot + "_shard_1_of_2 exists")
+                .hasMessageContaining("--accept-gap");
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery(
+                "SELECT count(*) FROM pg_publication WHERE pubname = '" + publication + "'")) {
+            rs.next();
+            assertThat(rs.getInt(1)).as("not created behind the slot").isZero();
+        }
+    }
+
     /** A shard whose slot is missing beside its siblings' (dropped, or never finished) is refused, with --accept-gap the way on. */
     @Test
     void aShardWithoutItsSlotBesideItsSiblingsIsRefused() throws Exception {
