@@ -145,7 +145,7 @@ final class BareDebezium implements Contender {
         p.setProperty("table.include.list", "public\\.outbox");
         p.setProperty("poll.interval.ms", "10");
         p.setProperty("max.batch.size", "2048");
-        p.setProperty("max.queue.size", "8192");
+        p.setProperty("max.queue.size", "4096");
         p.setProperty("column.include.list", "public\\.outbox\\.(id|aggregatetype|aggregateid|type|payload)");
         p.setProperty("tombstones.on.delete", "false");
         p.setProperty("extended.headers.enabled", "false");

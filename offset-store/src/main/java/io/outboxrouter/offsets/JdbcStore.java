@@ -63,6 +63,11 @@ final class JdbcStore implements AutoCloseable {
         // Every unit of work here is a few statements sent back to back: a transaction left open longer belongs to a
         // process that was paused or cut off inside a write, and must not keep a standby from its fencing token.
         hc.setConnectionInitSql(SqlDialect.of(settings.url()).endIdleTransactions(RouterLock.DEAD_SESSION_SECONDS));
+        if (SqlDialect.of(settings.url()).maxConnectionLifetimeMillis() > 0) {
+            hc.setMaxLifetime(SqlDialect.of(settings.url()).maxConnectionLifetimeMillis());
+            hc.setIdleTimeout(10_000);
+            hc.setKeepaliveTime(0); // no pings: a connection is retired before the server would end it
+        }
         return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry(), retries);
     }
 

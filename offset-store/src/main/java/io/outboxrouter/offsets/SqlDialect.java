@@ -56,12 +56,18 @@ enum SqlDialect {
         }
 
         /**
-         * MariaDB 10.3+ only ({@code /*M!100300} runs on MariaDB alone); MySQL has no such timeout and keeps the
-         * assignment that changes nothing.
+         * MariaDB 10.3+ ends a session idle in a transaction ({@code /*M!100300} runs on MariaDB alone). MySQL has no such
+         * setting: there the session ends after {@link #MYSQL_IDLE_SECONDS} idle, in a transaction or not, and the pool
+         * retires its connections before that (see {@link #maxConnectionLifetimeMillis}).
          */
         @Override
         String endIdleTransactions(int seconds) {
-            return "SET SESSION wait_timeout = @@session.wait_timeout /*M!100300 , idle_transaction_timeout = " + seconds + " */";
+            return "SET SESSION wait_timeout = " + MYSQL_IDLE_SECONDS + " /*M!100300 , idle_transaction_timeout = " + seconds + " */";
+        }
+
+        @Override
+        long maxConnectionLifetimeMillis() {
+            return 30_000; // under MYSQL_IDLE_SECONDS, so that the server never closes a connection idle in the pool
         }
 
         @Override
@@ -95,6 +101,14 @@ enum SqlDialect {
      * idle by design.
      */
     abstract String endIdleTransactions(int seconds);
+
+    /** How long a MySQL session of the offset store may stay idle (in a transaction or not) before the server ends it. */
+    static final int MYSQL_IDLE_SECONDS = 45;
+
+    /** How long the pool keeps a connection; 0: as long as it likes. */
+    long maxConnectionLifetimeMillis() {
+        return 0;
+    }
 
     /** Insert or replace one row; parameters: router name, key, value. */
     abstract String upsert(String table);
