@@ -20,6 +20,13 @@ import org.slf4j.LoggerFactory;
 public final class SlotMonitor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
     private static final long PERIOD_SECONDS = 15;
+    /** A half-open connection fails in seconds: the engine-failure path and the lock's thread measure too. */
+    private static final java.util.Properties TIMEOUTS = new java.util.Properties();
+
+    static {
+        TIMEOUTS.setProperty("connectTimeout", "5");
+        TIMEOUTS.setProperty("socketTimeout", "10");
+    }
 
     /** The slot as last measured; {@code exists} false when the server has no such slot. */
     public record SlotState(String slot, boolean exists, boolean active, String confirmedFlushLsn, String walStatus, long retainedBytes,
@@ -33,6 +40,7 @@ public final class SlotMonitor implements AutoCloseable {
     /** The publication's oid when first seen; null until it exists (a first start creates it after this starts). */
     private Long publicationOid;
     private SourceSetupException drifted;
+    private volatile boolean watching;
 
     /** @param drift told once, on the monitor's thread, when the publication is dropped or replaced under the router */
     SlotMonitor(SourceConfig source, String routerName, Consumer<SourceSetupException> drift) {
@@ -68,9 +76,22 @@ public final class SlotMonitor implements AutoCloseable {
         }
     }
 
+    /** This process streams from now on: the publication as it is now is the one to keep (a standby watches nothing). */
+    public synchronized void watchFromNow() {
+        publicationOid = null;
+        drifted = null;
+        watching = true;
+        measure();
+    }
+
+    /** This process no longer streams (its lock was lost): whatever the streaming process does is not drift here. */
+    public void stopWatching() {
+        watching = false;
+    }
+
     private synchronized void measure() {
         String slot = source.postgres().slot();
-        try (var c = source.connection().open();
+        try (var c = source.connection().open(TIMEOUTS);
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
                      + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?");
              var pub = c.prepareStatement("SELECT oid::bigint FROM pg_publication WHERE pubname = ?")) {
@@ -90,6 +111,9 @@ public final class SlotMonitor implements AutoCloseable {
     }
 
     private void watchPublication(Long oid) {
+        if (!watching) {
+            return;
+        }
         if (publicationOid == null || drifted != null) {
             publicationOid = oid;
             return;

@@ -63,6 +63,8 @@ final class JdbcStore implements AutoCloseable {
         // Every unit of work here is a few statements sent back to back: a transaction left open longer belongs to a
         // process that was paused or cut off inside a write, and must not keep a standby from its fencing token.
         hc.setConnectionInitSql(SqlDialect.of(settings.url()).endIdleTransactions(RouterLock.DEAD_SESSION_SECONDS));
+        // Committed on its own: a SET inside the first unit of work's transaction would be undone by its rollback.
+        hc.setIsolateInternalQueries(true);
         if (SqlDialect.of(settings.url()).maxConnectionLifetimeMillis() > 0) {
             hc.setMaxLifetime(SqlDialect.of(settings.url()).maxConnectionLifetimeMillis());
             hc.setIdleTimeout(10_000);

@@ -121,6 +121,29 @@ public final class RouterLock implements AutoCloseable {
         }
     }
 
+    /**
+     * Keeps this lock's session alive through a long wait of the process's own (taking the fencing token may wait as
+     * long as the offset store lets an abandoned write hold its row: {@link SqlDialect#MYSQL_IDLE_SECONDS} on MySQL,
+     * while the lock is not checked), then {@link #expireWhenSilent()} again. On Postgres the session has no idle limit.
+     */
+    public void stayAliveFor(int seconds) throws SQLException {
+        if (dialect == SqlDialect.MYSQL) {
+            dialect.expireDeadSession(connection, seconds);
+        }
+    }
+
+    /** The lock's session ends again within {@link #DEAD_SESSION_SECONDS} when this process goes silent. */
+    public void expireWhenSilent() throws SQLException {
+        if (dialect == SqlDialect.MYSQL) {
+            dialect.expireDeadSession(connection, DEAD_SESSION_SECONDS);
+        }
+    }
+
+    /** How long a take-over may wait for the fencing token's row before the lock session must be told to stay. */
+    public static int longestFencingWaitSeconds() {
+        return SqlDialect.MYSQL_IDLE_SECONDS + 30;
+    }
+
     /** The server's id of the session that holds the lock (a backend pid, a connection id). */
     public long session() {
         return session;

@@ -136,7 +136,14 @@ final class SourceStream implements AutoCloseable {
             // One connection pool for everything this activation reads and writes in the table before the engine starts.
             try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
                 table.createIfMissing();
-                fence = table.nextFence(config.name());
+                // A write the previous process left open holds the token's row until the database ends its session; the
+                // lock is not checked meanwhile, so its own session (MySQL ends idle ones) must not end first.
+                stayAlive(lock, RouterLock.longestFencingWaitSeconds());
+                try {
+                    fence = table.nextFence(config.name());
+                } finally {
+                    stayAlive(lock, 0);
+                }
                 if (config.kafka().exactlyOnce()) {
                     resumeFromCommitted(table, fence);
                 } else if (table.authority(config.name()).filter(OffsetTable.TABLE::equals).isEmpty()) { // once, or after exactly-once
@@ -148,7 +155,7 @@ final class SourceStream implements AutoCloseable {
             var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
             activatedBefore = true;
             engine = started;
-            monitor.ifPresent(SlotMonitor::measureNow); // the publication as the engine starts with it, to tell if it changes
+            monitor.ifPresent(SlotMonitor::watchFromNow); // the publication as the engine starts with it, to tell if it changes
             started.completion().whenComplete((v, e) -> {
                 if (engine != started || closed) {
                     return; // stopped because the lock was lost (the stream goes on), or because the router stops
@@ -213,8 +220,22 @@ final class SourceStream implements AutoCloseable {
             }
         }
 
+        /** {@code seconds} 0: back to ending within {@link RouterLock#DEAD_SESSION_SECONDS} when silent. */
+        private void stayAlive(RouterLock lock, int seconds) {
+            try {
+                if (seconds > 0) {
+                    lock.stayAliveFor(seconds);
+                } else {
+                    lock.expireWhenSilent();
+                }
+            } catch (java.sql.SQLException e) {
+                LOG.warn("Router {}: could not set how long the lock's session lives when silent: {}", config.name(), e.getMessage());
+            }
+        }
+
         @Override
         public void lost(String why) {
+            monitor.ifPresent(SlotMonitor::stopWatching); // a standby's publication may change under the process that streams
             var stopping = engine;
             engine = null;
             if (stopping != null) {
