@@ -223,10 +223,13 @@ final class PostgresPreflight {
     private static Check missingBehindSlot(String publication, String slot) {
         return Check.fail("publication", "publication " + publication + " is missing while slot " + slot + " exists (dropped "
                 + "behind the router's back?): the slot cannot decode what was written before a publication created now",
-                "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and start once with run --accept-gap, which "
-                + "creates the publication, then the slot; then publish what was committed since the router's stored position "
-                + "with replay --since <the time offsets show prints as updated>");
+                "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and " + START_AFRESH);
     }
+
+    /** How to go on once a slot cannot decode its WAL any more: what follows dropping it (and a replaced publication). */
+    static final String START_AFRESH = "start once with run --accept-gap, which creates the publication, then the slot; then "
+            + "publish what was committed since the router's stored position with replay --since <the time offsets show prints "
+            + "as updated>";
 
     private static Check publicationCheck(Connection c, String publication, String slot, List<String> tables) throws SQLException {
         var published = publishedTables(c, publication);

@@ -3,7 +3,6 @@ package io.outboxrouter.cdc;
 import io.outboxrouter.config.SourceConfig;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -66,14 +65,11 @@ public final class SlotMonitor implements AutoCloseable {
     }
 
     /**
-     * Measures now, on the caller's thread (the drift callback too): after the engine failed, tells whether the
-     * publication changed under it, which Debezium reports in words of its own or not at all.
+     * Measures now, on the caller's thread, the drift callback too: after the engine failed, a publication changed under
+     * it is reported as such (Debezium reports it in words of its own, or not at all).
      */
-    public Optional<SourceSetupException> measureNow() {
+    public void measureNow() {
         measure();
-        synchronized (this) {
-            return Optional.ofNullable(drifted);
-        }
     }
 
     /** This process streams from now on: the publication as it is now is the one to keep (a standby watches nothing). */
@@ -127,8 +123,7 @@ public final class SlotMonitor implements AutoCloseable {
                 + " while the router ran: slot " + slot + " cannot decode the changes written since (pgoutput looks the publication up "
                 + "as it was when each change was written), so the router stops rather than go past them. Fix: drop the slot "
                 + "(SELECT pg_drop_replication_slot('" + slot + "'))" + (oid == null ? "" : " and the new publication (DROP PUBLICATION "
-                + publication + ")") + ", start once with run --accept-gap, which creates the publication, then the slot; then publish "
-                + "what was committed since the router's stored position with replay --since <the time offsets show prints as updated>");
+                + publication + ")") + ", then " + PostgresPreflight.START_AFRESH);
         drift.accept(drifted);
     }
 
