@@ -44,6 +44,7 @@ final class JdbcStore implements AutoCloseable {
 
     /** @param retries told about each retried failure */
     static JdbcStore open(OffsetTableSettings settings, String poolName, Retry.Listener retries) {
+        var dialect = SqlDialect.of(settings.url());
         var hc = new HikariConfig();
         hc.setPoolName(poolName);
         hc.setJdbcUrl(settings.url());
@@ -59,18 +60,18 @@ final class JdbcStore implements AutoCloseable {
         hc.setAutoCommit(false);
         // A write to a database that went silent (a lost host, a network partition) fails in seconds and is retried,
         // instead of hanging the engine's commit until TCP gives up.
-        hc.setDataSourceProperties(SqlDialect.of(settings.url()).timeouts());
+        hc.setDataSourceProperties(dialect.timeouts());
         // Every unit of work here is a few statements sent back to back: a transaction left open longer belongs to a
         // process that was paused or cut off inside a write, and must not keep a standby from its fencing token.
-        hc.setConnectionInitSql(SqlDialect.of(settings.url()).endIdleTransactions(RouterLock.DEAD_SESSION_SECONDS));
+        hc.setConnectionInitSql(dialect.endIdleTransactions(RouterLock.DEAD_SESSION_SECONDS));
         // Committed on its own: a SET inside the first unit of work's transaction would be undone by its rollback.
         hc.setIsolateInternalQueries(true);
-        if (SqlDialect.of(settings.url()).maxConnectionLifetimeMillis() > 0) {
-            hc.setMaxLifetime(SqlDialect.of(settings.url()).maxConnectionLifetimeMillis());
+        if (dialect.maxConnectionLifetimeMillis() > 0) {
+            hc.setMaxLifetime(dialect.maxConnectionLifetimeMillis());
             hc.setIdleTimeout(10_000);
             hc.setKeepaliveTime(0); // no pings: a connection is retired before the server would end it
         }
-        return new JdbcStore(new HikariDataSource(hc), settings.table(), SqlDialect.of(settings.url()), settings.retry(), retries);
+        return new JdbcStore(new HikariDataSource(hc), settings.table(), dialect, settings.retry(), retries);
     }
 
     String table() {

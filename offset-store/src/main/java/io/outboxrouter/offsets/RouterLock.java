@@ -134,9 +134,7 @@ public final class RouterLock implements AutoCloseable {
 
     /** The lock's session ends again within {@link #DEAD_SESSION_SECONDS} when this process goes silent. */
     public void expireWhenSilent() throws SQLException {
-        if (dialect == SqlDialect.MYSQL) {
-            dialect.expireDeadSession(connection, DEAD_SESSION_SECONDS);
-        }
+        stayAliveFor(DEAD_SESSION_SECONDS);
     }
 
     /** How long a take-over may wait for the fencing token's row before the lock session must be told to stay. */
