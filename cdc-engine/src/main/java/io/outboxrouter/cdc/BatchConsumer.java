@@ -7,13 +7,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.MDC;
 
 /**
  * Hands each engine batch to the {@link ChangeHandler} and marks processed only up to the last complete source
- * transaction. Runs on the engine's thread: the committer is not thread-safe and stays on it.
+ * transaction, and tells the engine when to store what is marked ({@link #storeDue}, its commit policy). Runs on the
+ * engine's thread, as do the engine's polls that call the policy: the committer is not thread-safe and stays on it.
  */
 final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeEvent<SourceRecord>> {
     /** How often a position is stored when no outbox event moved it (heartbeats, other tables' transactions). */
@@ -29,26 +31,65 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     private final ChangeHandler handler;
     private final TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries;
     private final ChangeRecords changeRecords;
+    private final long storeIntervalNanos;
+    private final LongSupplier nanoClock;
     final EngineProgress progress = new EngineProgress();
     volatile Drain drain;
     /** Set when the engine is closing: batches that arrive now are left for the next start, not begun. */
     volatile boolean stopping;
     private long lastStored;
     private boolean storedOnce;
+    /** A position is marked processed (acknowledged, at a transaction boundary) that the engine has not stored yet. */
+    private boolean marked;
+    /** What is marked is stored at the end of this batch, whatever the interval: the first position, or a drain's. */
+    private boolean storeAtOnce;
+    /** The engine stored what was marked during the batch in hand. */
+    private boolean storedInBatch;
     /**
-     * Events were handled whose position is not stored yet: the next safe position is stored at once, never skipped. Read
-     * by a closing engine, which gives their transaction's end a moment to arrive.
+     * Events were handled whose transaction's end is not read yet: the next safe position is marked, never skipped. Read
+     * by a closing engine, which gives that end a moment to arrive.
      */
     private volatile boolean unstoredEvents;
 
+    /**
+     * @param storeInterval how often a marked position is stored ({@code offsets.commit-interval}): the first one after a
+     *                      quieter spell at once, then at most this often; what is marked meanwhile is stored by a later
+     *                      batch, by the engine's next empty poll once the interval is over, or when the engine stops
+     */
     BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
-                  ChangeRecords changeRecords,
+                  ChangeRecords changeRecords, Duration storeInterval,
                   Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore) {
+        this(routerName, handler, boundaries, changeRecords, storeInterval, offsetStore, System::nanoTime);
+    }
+
+    BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
+                  ChangeRecords changeRecords, Duration storeInterval,
+                  Supplier<Optional<OffsetStoreStats.Snapshot>> offsetStore, LongSupplier nanoClock) {
         this.routerName = routerName;
         this.offsetStore = offsetStore;
         this.handler = handler;
         this.boundaries = boundaries;
         this.changeRecords = changeRecords;
+        this.storeIntervalNanos = storeInterval.toNanos();
+        this.nanoClock = nanoClock;
+    }
+
+    /**
+     * The engine's commit policy, asked at the end of every batch and after every poll that found nothing: whether to store
+     * what is marked now. Only ever a position whose events Kafka acknowledged, at a transaction boundary; how often only
+     * decides how much a crash sends again.
+     */
+    boolean storeDue() {
+        long now = nanoClock.getAsLong();
+        if (!marked || !(storeAtOnce || now - lastStored >= storeIntervalNanos)) {
+            return false;
+        }
+        marked = false;
+        storeAtOnce = false;
+        storedOnce = true;
+        storedInBatch = true;
+        lastStored = now;
+        return true;
     }
 
     @Override
@@ -82,11 +123,11 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         // A position that covers no new outbox event (other tables' transactions, heartbeats, the heartbeat table) is
         // stored at most every IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a
         // transaction the reader sees, and storing it at once would keep the router busy writing about its own writes.
-        // One that covers events is always stored, even when their transaction's END came in a batch without events.
-        long now = System.nanoTime();
+        // One that covers events is always marked, even when their transaction's END came in a batch without events.
+        long now = nanoClock.getAsLong();
         boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
         unstoredEvents |= !events.isEmpty();
-        if (safe != null && storedOnce && !unstoredEvents && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
+        if (safe != null && storedOnce && !marked && !unstoredEvents && !prompt && now - lastStored < IDLE_STORE_INTERVAL.toNanos()) {
             safe = null;
         }
         if (transactional) {
@@ -107,17 +148,18 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         }
         if (safe != null) {
             committer.markProcessed(safe.record());
-            lastStored = now;
-            storedOnce = true;
-            // Events of a transaction still open stay unstored: its END (maybe in a batch without events) stores them.
+            marked = true;
+            storeAtOnce |= !storedOnce || prompt;
+            // Events of a transaction still open stay unstored: its END (maybe in a batch without events) marks them.
             unstoredEvents = !events.isEmpty() && safe.index() < records.size() - 1 && boundaries.open();
         }
-        committer.markBatchFinished();
+        storedInBatch = false;
+        committer.markBatchFinished(); // asks storeDue()
         if (safe != null) {
             requireStoredPosition();
         }
         if (pendingDrain != null) {
-            pendingDrain.batchStored(marker, safe == null ? -1 : safe.index());
+            pendingDrain.batchStored(marker, safe != null && storedInBatch ? safe.index() : -1);
         }
         progress.batchesFinished().incrementAndGet();
     }
@@ -159,7 +201,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         }
     }
 
-    /** Whether events were handed over whose position is not stored yet (their transaction's end not read yet). */
+    /** Whether events were handed over whose transaction's end is not read yet (so their position is not marked). */
     boolean unstoredEvents() {
         return unstoredEvents;
     }

@@ -4,7 +4,6 @@ import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
-import io.debezium.engine.spi.OffsetCommitPolicy;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.JdbcOffsetBackingStore;
 import io.outboxrouter.offsets.OffsetStoreStats;
@@ -59,10 +58,10 @@ public final class CdcEngine implements AutoCloseable {
         this.streamingMetrics = source.streamingMetrics(name);
         var boundaries = new TransactionBoundaries<>(name, source.boundaries(), RecordChangeEvent<SourceRecord>::record);
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
-                this::offsetStore);
+                config.offsets().commitInterval(), this::offsetStore);
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(properties(config, source, fence))
-                .using(commitPolicy(config.offsets().commitInterval()))
+                .using((sinceLastCommit, timeSinceLastCommit) -> consumer.storeDue())
                 .using((success, message, error) -> {
                     if (success) {
                         LOG.info("Engine {} stopped: {}", name, message);
@@ -81,11 +80,6 @@ public final class CdcEngine implements AutoCloseable {
         p.setProperty(JdbcOffsetBackingStore.INSTANCE_PROPERTY, instance);
         p.setProperty(JdbcOffsetBackingStore.FENCE_PROPERTY, Long.toString(fence));
         return p;
-    }
-
-    /** What is staged is only ever up to a transaction END whose events Kafka acknowledged; store it at most this often. */
-    private static OffsetCommitPolicy commitPolicy(Duration interval) {
-        return (sinceLastCommit, timeSinceLastCommit) -> interval.isZero() || timeSinceLastCommit.compareTo(interval) >= 0;
     }
 
     /**

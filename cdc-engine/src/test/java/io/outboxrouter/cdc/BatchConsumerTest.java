@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The order in which a batch reaches a transactional (exactly-once) handler: the events of complete source transactions,
  * then the commit with the position after them, and only then the events of a transaction still open, which the next
- * commit covers; the engine is told to store only the committed position.
+ * commit covers; the engine is told to store only the committed position, and when ({@code offsets.commit-interval}).
  */
 class BatchConsumerTest {
     private static final Schema MARKER = SchemaBuilder.struct().field("status", Schema.STRING_SCHEMA).field("id", Schema.STRING_SCHEMA).build();
@@ -28,6 +29,10 @@ class BatchConsumerTest {
             .field("after", ROW).field("transaction", TX).build();
 
     private final List<String> calls = new ArrayList<>();
+    private long nanos;
+    private BatchConsumer consumer;
+    /** What the engine's offset writer holds: the last position marked processed. */
+    private Object markedLsn;
 
     private static RecordChangeEvent<SourceRecord> marker(String status) {
         var r = new SourceRecord(Map.of("server", "router"), Map.of("lsn", 0L), "router.transaction", MARKER,
@@ -62,11 +67,12 @@ class BatchConsumerTest {
     private final DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer = new DebeziumEngine.RecordCommitter<>() {
         @Override
         public void markProcessed(RecordChangeEvent<SourceRecord> record) {
-            calls.add("stored lsn " + record.record().sourceOffset().get("lsn"));
+            markedLsn = record.record().sourceOffset().get("lsn");
         }
 
         @Override
         public void markBatchFinished() {
+            emptyPoll(); // as the engine does: its commit policy decides, and stores what the offset writer holds
         }
 
         @Override
@@ -80,12 +86,28 @@ class BatchConsumerTest {
         }
     };
 
+    /** The engine's poll that found nothing: it asks the commit policy too. */
+    private void emptyPoll() {
+        if (consumer.storeDue()) {
+            calls.add("stored lsn " + markedLsn);
+        }
+    }
+
+    private BatchConsumer consumer(Duration storeInterval) {
+        consumer = new BatchConsumer("router", handler,
+                new TransactionBoundaries<>("router", TransactionBoundaries.Mode.POSTGRES_MARKERS, RecordChangeEvent<SourceRecord>::record),
+                new ChangeRecords(s -> "pos"), storeInterval, Optional::empty, () -> nanos);
+        return consumer;
+    }
+
+    private void at(long millis) {
+        nanos = Duration.ofMillis(millis).toNanos();
+    }
+
     @Test
     void completeTransactionsAreCommittedWithTheirPositionBeforeTheOpenOnesEventsAreHandedOver() throws Exception {
         // Postgres: the position stored is the last change of the complete transaction, never its END.
-        var consumer = new BatchConsumer("router", handler,
-                new TransactionBoundaries<>("router", TransactionBoundaries.Mode.POSTGRES_MARKERS, RecordChangeEvent<SourceRecord>::record), new ChangeRecords(s -> "pos"),
-                Optional::empty);
+        var consumer = consumer(Duration.ZERO);
         consumer.handleBatch(List.of(marker("BEGIN"), row("a1", 10), row("a2", 11), marker("END"), marker("BEGIN"), row("b1", 20)),
                 committer);
         assertThat(calls).containsExactly("handle a1,a2", "commit lsn 11", "handle b1", "stored lsn 11");
@@ -101,5 +123,72 @@ class BatchConsumerTest {
         calls.clear();
         consumer.handleBatch(List.of(marker("END")), committer);
         assertThat(calls).as("its END alone commits it, at its last change").containsExactly("commit lsn 42", "stored lsn 42");
+    }
+
+    @Test
+    void withACommitIntervalTheFirstPositionAfterAQuietSpellIsStoredAtOnceThenAtMostThatOften() throws Exception {
+        var consumer = consumer(Duration.ofSeconds(1));
+        at(10_000);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("a1", 10), marker("END")), committer);
+        assertThat(calls).as("the first position").containsExactly("handle a1", "commit lsn 10", "stored lsn 10");
+        calls.clear();
+        at(10_200);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("b1", 20), marker("END")), committer);
+        at(10_300);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("c1", 30), marker("END")), committer);
+        at(10_900);
+        emptyPoll();
+        assertThat(calls).as("marked, not stored, within the interval").containsExactly("handle b1", "commit lsn 20", "handle c1",
+                "commit lsn 30");
+        calls.clear();
+        at(11_000);
+        emptyPoll();
+        assertThat(calls).as("the engine's next poll once the interval is over stores the last one marked")
+                .containsExactly("stored lsn 30");
+        calls.clear();
+        at(11_500);
+        emptyPoll();
+        assertThat(calls).as("nothing new marked, nothing stored").isEmpty();
+        at(11_600);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("d1", 40)), committer);
+        at(13_000);
+        emptyPoll();
+        assertThat(calls).as("a transaction still open is never stored").containsExactly("handle d1");
+        calls.clear();
+        consumer.handleBatch(List.of(row("d2", 41), marker("END")), committer);
+        assertThat(calls).as("its END after a quiet spell: stored at once").containsExactly("handle d2", "commit lsn 41", "stored lsn 41");
+    }
+
+    @Test
+    void aDrainThatWaitsForTheStoredPositionHasEveryPositionStoredAtOnce() throws Exception {
+        var consumer = consumer(Duration.ofSeconds(1));
+        var storedIndexes = new ArrayList<Integer>();
+        at(10_000);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("a1", 10), marker("END")), committer);
+        consumer.drain = new Drain() {
+            @Override
+            void start() {
+            }
+
+            @Override
+            boolean needsPromptStore() {
+                return true;
+            }
+
+            @Override
+            void batchStored(int markerIndex, int safeIndex) {
+                storedIndexes.add(safeIndex);
+            }
+        };
+        calls.clear();
+        at(10_100);
+        consumer.handleBatch(List.of(marker("BEGIN"), row("b1", 20), marker("END"), marker("BEGIN"), row("c1", 30)), committer);
+        assertThat(calls).containsExactly("handle b1", "commit lsn 20", "handle c1", "stored lsn 20");
+        assertThat(storedIndexes).containsExactly(2);
+        consumer.drain = null;
+        calls.clear();
+        at(10_200);
+        consumer.handleBatch(List.of(marker("END")), committer);
+        assertThat(calls).as("the drain over, the interval again").containsExactly("commit lsn 30");
     }
 }

@@ -52,7 +52,7 @@ public final class ConfigReference {
             new Entry("kafka.give-up-after", "`5m`", "how long a failing batch is retried before the router stops; `0` retries forever"),
             new Entry("offsets.table", "`outbox_router_offsets`", "offsets table, created when missing; may be schema-qualified"),
             new Entry("offsets.schema-history-table", "`outbox_router_schema_history`", "MySQL/MariaDB: the table shapes the binlog reader needs, beside the offsets; created when missing"),
-            new Entry("offsets.commit-interval", "`0`", "how often the acknowledged position is stored (only ever at a transaction boundary, after Kafka's acks): `0` after every batch; an interval such as `1s` saves round trips to a distant offsets database, and a crash then sends up to that much again"),
+            new Entry("offsets.commit-interval", "`200ms`", "how often the acknowledged position is stored (only ever at a transaction boundary, after Kafka's acks): the first position after a quieter spell at once, then at most this often, and always on a clean stop; a crash sends up to this much again. `0` stores after every batch (fewest duplicates, one offsets-database transaction per batch); `1s` or more suits a distant offsets database"),
             new Entry("offsets.give-up-after", "`10m`", "how long the router waits, with backoff, for the database that holds its lock and offsets (down at start, restarting, its lock session lost) before it stops; `0` waits forever"),
             new Entry("offsets.url", "the source's", "keep offsets in another database (`jdbc:postgresql:`, `jdbc:mysql:`, `jdbc:mariadb:`)"),
             new Entry("offsets.user", "the source's", "its user"),
