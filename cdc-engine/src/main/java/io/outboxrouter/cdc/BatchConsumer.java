@@ -14,8 +14,8 @@ import org.slf4j.MDC;
 
 /**
  * Hands each engine batch to the {@link ChangeHandler} and marks processed only up to the last complete source
- * transaction, and tells the engine when to store what is marked ({@link #storeDue}, its commit policy). Runs on the
- * engine's thread, as do the engine's polls that call the policy: the committer is not thread-safe and stays on it.
+ * transaction, and tells the engine when to store what is marked ({@link #storeDue}, its commit policy, which the
+ * engine asks at the end of each batch). Runs on the engine's thread: the committer is not thread-safe and stays on it.
  */
 final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeEvent<SourceRecord>> {
     /** How often a position is stored when no outbox event moved it (heartbeats, other tables' transactions). */
@@ -54,7 +54,9 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     /**
      * @param storeInterval how often a marked position is stored ({@code offsets.commit-interval}): the first one after a
      *                      quieter spell at once, then at most this often; what is marked meanwhile is stored by a later
-     *                      batch, by the engine's next empty poll once the interval is over, or when the engine stops
+     *                      batch (Debezium 3.5's engine asks its commit policy only after a batch: on Postgres the
+     *                      connector's heartbeat makes one every 250 ms while nothing arrives), or when the engine stops.
+     *                      A transactional handler's position is stored with every commit: the table mirrors the topic
      */
     BatchConsumer(String routerName, ChangeHandler handler, TransactionBoundaries<RecordChangeEvent<SourceRecord>> boundaries,
                   ChangeRecords changeRecords, Duration storeInterval,
@@ -75,9 +77,9 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
     }
 
     /**
-     * The engine's commit policy, asked at the end of every batch and after every poll that found nothing: whether to store
-     * what is marked now. Only ever a position whose events Kafka acknowledged, at a transaction boundary; how often only
-     * decides how much a crash sends again.
+     * The engine's commit policy, asked at the end of every batch: whether to store what is marked now. Only ever a
+     * position whose events Kafka acknowledged, at a transaction boundary; how often only decides how much a crash sends
+     * again.
      */
     boolean storeDue() {
         long now = nanoClock.getAsLong();
@@ -149,7 +151,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         if (safe != null) {
             committer.markProcessed(safe.record());
             marked = true;
-            storeAtOnce |= !storedOnce || prompt;
+            storeAtOnce |= !storedOnce || prompt || transactional;
             // Events of a transaction still open stay unstored: its END (maybe in a batch without events) marks them.
             unstoredEvents = !events.isEmpty() && safe.index() < records.size() - 1 && boundaries.open();
         }

@@ -1,6 +1,5 @@
 package io.outboxrouter.cdc;
 
-import io.debezium.connector.base.ChangeEventQueue;
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
@@ -57,14 +56,11 @@ public final class CdcEngine implements AutoCloseable {
         this.name = config.name();
         this.source = source;
         this.streamingMetrics = source.streamingMetrics(name);
-        var properties = properties(config, source, fence);
-        // The connector's poll.interval.ms is only its reader's pause (Source.readerPause): batches at the configured interval.
-        ChangeEventQueue.handOverEvery(properties.getProperty("topic.prefix"), config.source().pollInterval());
         var boundaries = new TransactionBoundaries<>(name, source.boundaries(), RecordChangeEvent<SourceRecord>::record);
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 config.offsets().commitInterval(), this::offsetStore);
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
-                .using(properties)
+                .using(properties(config, source, fence))
                 .using((sinceLastCommit, timeSinceLastCommit) -> consumer.storeDue())
                 .using((success, message, error) -> {
                     if (success) {

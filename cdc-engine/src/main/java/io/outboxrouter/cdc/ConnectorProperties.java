@@ -47,9 +47,7 @@ final class ConnectorProperties {
                 : String.join(",", source.tables().stream().map(ConnectorProperties::regex).toList()));
         p.setProperty("column.include.list", source.tables().isEmpty() ? NO_TABLE + "\\..+" : columnIncludeList(config));
         kind.addConnectorProperties(p);
-        // Batches are handed over every source.poll-interval (CdcEngine registers it with the queue); poll.interval.ms is
-        // then only how long the reader sleeps when it finds nothing.
-        p.setProperty("poll.interval.ms", Long.toString(kind.readerPause(source.pollInterval()).toMillis()));
+        p.setProperty("poll.interval.ms", Long.toString(source.pollInterval().toMillis()));
         p.setProperty("max.batch.size", Integer.toString(source.maxBatchSize()));
         // Twice a batch: the reader fills one while the router publishes the other. Every queued record is live through
         // the young collections of its wait; a longer queue (4 batches) promoted them to the old generation and made

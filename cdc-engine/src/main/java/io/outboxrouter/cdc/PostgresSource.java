@@ -68,19 +68,6 @@ final class PostgresSource implements Source {
         }
     }
 
-    /**
-     * When the replication stream has had nothing for five reads (each a 1 ms socket read ended by a timeout exception, in
-     * pgjdbc), Debezium's reader sleeps poll.interval.ms. At the 10 ms hand-over interval that loop was most of an idle
-     * router's CPU (1.9% of the 2.5% of a core, per thread from /proc); under load the reader does not sleep, and after a
-     * quiet spell the first change waits at most this long.
-     */
-    static final Duration MIN_READER_PAUSE = Duration.ofMillis(25);
-
-    @Override
-    public Duration readerPause(Duration handOver) {
-        return handOver.compareTo(MIN_READER_PAUSE) < 0 ? MIN_READER_PAUSE : handOver;
-    }
-
     @Override
     public void addConnectorProperties(Properties p) {
         var source = config.source();

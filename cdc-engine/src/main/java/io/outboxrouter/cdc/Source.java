@@ -4,7 +4,6 @@ import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetTable;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -58,14 +57,6 @@ public sealed interface Source permits PostgresSource, BinlogSource {
 
     /** Adds the connector properties of this kind to the common ones. */
     void addConnectorProperties(Properties p);
-
-    /**
-     * How long the connector's reader sleeps when it finds nothing to read (its poll.interval.ms), given the interval at
-     * which batches are handed over ({@code source.poll-interval}, registered with the shadowed ChangeEventQueue).
-     */
-    default Duration readerPause(Duration handOver) {
-        return handOver;
-    }
 
     /** The JMX domain of the connector's metrics, e.g. {@code debezium.postgres}. */
     String metricsDomain();

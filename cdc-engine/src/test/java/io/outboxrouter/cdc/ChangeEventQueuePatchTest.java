@@ -24,32 +24,6 @@ class ChangeEventQueuePatchTest {
     }
 
     @Test
-    void aConnectorsRegisteredHandOverIntervalReplacesItsPollIntervalAndOthersKeepTheirs() throws Exception {
-        ChangeEventQueue.handOverEvery("registered", Duration.ofMillis(10));
-        var registered = new ChangeEventQueue.Builder<Item>().pollInterval(Duration.ofMillis(25)).maxBatchSize(100).maxQueueSize(400)
-                .loggingContextSupplier(() -> LoggingContext.forConnector("test", "registered", "test")).build();
-        var other = new ChangeEventQueue.Builder<Item>().pollInterval(Duration.ofMillis(25)).maxBatchSize(100).maxQueueSize(400)
-                .loggingContextSupplier(() -> LoggingContext.forConnector("test", "other", "test")).build();
-        assertThat(registered.handOverInterval()).isEqualTo(Duration.ofMillis(10));
-        assertThat(other.handOverInterval()).isEqualTo(Duration.ofMillis(25));
-        assertThat(org.slf4j.MDC.get(LoggingContext.CONNECTOR_NAME)).as("the caller's logging context is left as it was").isNull();
-
-        // A batch is handed over at the end of the registered interval its first record came in, not the poll interval.
-        var polled = CompletableFuture.supplyAsync(() -> {
-            try {
-                return registered.poll();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        Thread.sleep(30);
-        long enqueued = System.nanoTime();
-        registered.enqueue(new Item("a"));
-        assertThat(polled.get()).extracting(Item::name).containsExactly("a");
-        assertThat(Duration.ofNanos(System.nanoTime() - enqueued)).isLessThanOrEqualTo(Duration.ofMillis(20));
-    }
-
-    @Test
     void thePatchedCopyIsLoadedAheadOfDebeziums() {
         String from = ChangeEventQueue.class.getProtectionDomain().getCodeSource().getLocation().toString();
         assertThat(from).as("loaded from").doesNotContain("debezium-connector-common");

@@ -15,10 +15,7 @@
  * record's size for max.queue.size.in.bytes is io.outboxrouter.cdc.QueuedSize's estimate, not Debezium's (which the
  * router, bounding its queue by the heap, would otherwise pay on every event), and poll() ends a batch once its own
  * records reach that size: upstream only checks what is left in the queue, which each drain empties, so one batch
- * could gather many queues' worth within a long poll interval. (4) The interval at which poll() hands a batch over can
- * be registered per connector ({@link #handOverEvery}), apart from poll.interval.ms: Postgres's reader sleeps that
- * long whenever the replication stream has had nothing for five reads, each a 1 ms socket read that ends in a timeout
- * exception, so at 10 ms a router with nothing to publish spent most of its idle CPU there. This class
+ * could gather many queues' worth within a long poll interval. This class
  * replaces Debezium's in the runnable jar (the shade plugin drops the original) and ahead of it on the test class path;
  * ChangeEventQueuePatchTest and RunnableJarIT check that this copy is the one loaded. Compare it with upstream on every
  * Debezium upgrade.
@@ -32,9 +29,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Queue;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
@@ -45,7 +40,6 @@ import java.util.function.Supplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 import io.debezium.annotation.SingleThreadAccess;
 import io.debezium.annotation.ThreadSafe;
@@ -89,8 +83,6 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
     private static final Logger LOGGER = LoggerFactory.getLogger(ChangeEventQueue.class);
 
     private final Duration pollInterval;
-    /** outbox-router: hand-over intervals by connector logical name (topic.prefix), registered before the connector starts. */
-    private static final Map<String, Duration> HAND_OVER_INTERVALS = new ConcurrentHashMap<>();
     private final int maxBatchSize;
     private final int maxQueueSize;
     private final long maxQueueSizeInBytes;
@@ -124,7 +116,7 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
 
     private ChangeEventQueue(Duration pollInterval, int maxQueueSize, int maxBatchSize, Supplier<LoggingContext.PreviousContext> loggingContextSupplier,
                              long maxQueueSizeInBytes, boolean buffering, QueueProvider<T> queueProvider) {
-        this.pollInterval = handOverInterval(pollInterval, loggingContextSupplier);
+        this.pollInterval = pollInterval;
         this.maxBatchSize = maxBatchSize;
         this.maxQueueSize = maxQueueSize;
 
@@ -144,42 +136,6 @@ public class ChangeEventQueue<T extends Sizeable> implements ChangeEventQueueMet
         this.maxQueueSizeInBytes = maxQueueSizeInBytes;
         this.buffering = buffering;
         this.queue = queueProvider;
-    }
-
-    /**
-     * outbox-router: the queue of the connector with this logical name (topic.prefix) hands batches over at this interval,
-     * whatever its poll.interval.ms (which then only sets how long the reader sleeps when it finds nothing). Call before
-     * the connector starts. Kept for the process's life (one small entry per name, the same name again replaces it), so
-     * an engine that stops cannot take the registration from a new one of the same name.
-     */
-    public static void handOverEvery(String connectorLogicalName, Duration interval) {
-        HAND_OVER_INTERVALS.put(connectorLogicalName, interval);
-    }
-
-    /** outbox-router: the registered interval of the connector whose logging context the supplier sets, else poll.interval.ms. */
-    private static Duration handOverInterval(Duration pollInterval, Supplier<PreviousContext> loggingContextSupplier) {
-        if (loggingContextSupplier == null || HAND_OVER_INTERVALS.isEmpty()) {
-            return pollInterval;
-        }
-        PreviousContext previous = loggingContextSupplier.get();
-        try {
-            String name = MDC.get(LoggingContext.CONNECTOR_NAME);
-            Duration registered = name == null ? null : HAND_OVER_INTERVALS.get(name);
-            if (registered == null) {
-                LOGGER.warn("No hand-over interval registered for connector {} (without a logging backend's MDC it cannot be told): "
-                        + "batches are handed over every poll.interval.ms ({} ms)", name, pollInterval.toMillis());
-                return pollInterval;
-            }
-            return registered;
-        }
-        finally {
-            previous.restore();
-        }
-    }
-
-    /** outbox-router: the interval at which poll() hands a batch over. */
-    public Duration handOverInterval() {
-        return pollInterval;
     }
 
     public static class Builder<T extends Sizeable> {
