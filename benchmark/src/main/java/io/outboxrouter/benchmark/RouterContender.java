@@ -30,6 +30,8 @@ final class RouterContender implements Contender {
     private final boolean messages;
     /** Run as {@code java -jar} without the recommended JVM options (with {@code BENCH_ROUTER_PLAIN_OPTS} only). */
     private boolean plain;
+    /** The metrics of the measured process were kept before a restart. */
+    private boolean metricsSaved;
     private ChildProcess process;
     private KafkaArrivals kafka;
     /** Read the records back only once the topics hold this many (a drain), or at once (0). */
@@ -156,6 +158,8 @@ final class RouterContender implements Contender {
 
     /** SIGTERM, then start again: the restart-to-streaming time. */
     Duration restart() throws Exception {
+        saveMetrics(); // what the run measured: the restarted process starts its metrics afresh, and close keeps these
+        metricsSaved = true;
         process.close();
         return start();
     }
@@ -180,7 +184,10 @@ final class RouterContender implements Contender {
         return process.stats();
     }
 
-    /** Keeps the router's own metrics beside the results, for batch sizes and publish times. */
+    /**
+     * Keeps the router's own metrics beside the results, for batch sizes, publish times and commit-to-ack latency: where a
+     * latency tail arises, before the router's publish (the log reader, the queue) or in it (Kafka's acks).
+     */
     private void saveMetrics() {
         try {
             var body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
@@ -194,7 +201,9 @@ final class RouterContender implements Contender {
     @Override
     public void close() throws Exception {
         if (process != null) {
-            saveMetrics();
+            if (!metricsSaved) {
+                saveMetrics();
+            }
             process.close();
         }
         if (kafka != null) {
