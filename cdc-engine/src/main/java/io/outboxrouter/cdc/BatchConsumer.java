@@ -125,7 +125,8 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         // A position that covers no new outbox event (other tables' transactions, heartbeats, the heartbeat table) is
         // stored at most every IDLE_STORE_INTERVAL: when the offsets live on the source server, each write is itself a
         // transaction the reader sees, and storing it at once would keep the router busy writing about its own writes.
-        // One that covers events is always marked, even when their transaction's END came in a batch without events.
+        // One that covers events is always marked, even when their transaction's END came in a batch without events; and
+        // while a marked position waits for its store, a newer one is marked too, so that the store carries the newest.
         long now = nanoClock.getAsLong();
         boolean prompt = pendingDrain != null && pendingDrain.needsPromptStore();
         unstoredEvents |= !events.isEmpty();
@@ -157,8 +158,8 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         }
         storedInBatch = false;
         committer.markBatchFinished(); // asks storeDue()
-        if (safe != null) {
-            requireStoredPosition();
+        if (storedInBatch) {
+            requireStoredPosition(); // the store's outcome: only a write changes what it checks
         }
         if (pendingDrain != null) {
             pendingDrain.batchStored(marker, safe != null && storedInBatch ? safe.index() : -1);
