@@ -135,6 +135,47 @@ final class BenchDb {
         }
     }
 
+    /** What Postgres wrote to its log so far, and how often the outbox was vacuumed: the log readers read all of it. */
+    record WalStats(long records, long fullPageImages, long bytes, long autovacuums, long liveRows) {
+        String since(WalStats before, long events) {
+            long b = bytes - before.bytes;
+            return String.format("WAL %,d records, %,d full-page images, %.1f MB (%,d bytes per event), %d autovacuums, outbox %,d rows",
+                    records - before.records, fullPageImages - before.fullPageImages, b / 1e6, events == 0 ? 0 : b / events,
+                    autovacuums - before.autovacuums, liveRows);
+        }
+    }
+
+    /** The log's totals (Postgres 14+), or null on MariaDB. */
+    WalStats walStats() throws SQLException {
+        if (!postgres) {
+            return null;
+        }
+        try (var c = java.sql.DriverManager.getConnection(url(), server.user(), server.password()); var st = c.createStatement();
+                var rs = st.executeQuery("SELECT w.wal_records, w.wal_fpi, w.wal_bytes, t.autovacuum_count, t.n_live_tup"
+                        + " FROM pg_stat_wal w, pg_stat_user_tables t WHERE t.relid = 'public.outbox'::regclass")) {
+            rs.next();
+            return new WalStats(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5));
+        }
+    }
+
+    /**
+     * Before each latency contender: an empty, vacuumed outbox and a checkpoint, so that every contender meets the same
+     * database. Without it the first contender after the drains wrote into a table of 300,000+ rows that autovacuum
+     * came to in its 5,000/s window, on a machine whose two cores the load then saturated (one run: p99 5.4 s for the
+     * router measured first, 49.7 ms for the same router on a fresh table); and a table that grows from empty through
+     * one contender's rates gets autovacuumed far more often then than through the next one's (every 20% of growth).
+     */
+    void reset() throws SQLException {
+        if (!postgres) {
+            return;
+        }
+        try (var c = java.sql.DriverManager.getConnection(url(), server.user(), server.password()); var st = c.createStatement()) {
+            st.execute("TRUNCATE public.outbox");
+            st.execute("VACUUM ANALYZE public.outbox");
+            st.execute("CHECKPOINT");
+        }
+    }
+
     /** Settles the fresh backlog before the drains: vacuum and analyze it, and write dirty pages out. */
     void vacuum() throws SQLException {
         try (var c = java.sql.DriverManager.getConnection(url(), server.user(), server.password()); var st = c.createStatement()) {

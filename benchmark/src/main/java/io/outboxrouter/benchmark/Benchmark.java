@@ -203,10 +203,11 @@ public final class Benchmark {
                 c.arrivals().rate(), cpu, rss, machine));
     }
 
-    /** Single-row transactions at 1k and 5k events/s; each contender on a fresh slot, so none starts behind. */
+    /** Single-row transactions at 100, 1,000 and 5,000 events/s; each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
     private void latency(BenchDb db) throws Exception {
         var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
         if (wanted(router)) {
+            db.reset();
             db.createSlot(router.slot());
             try (router) {
                 Duration start = router.start();
@@ -220,6 +221,7 @@ public final class Benchmark {
         // An A/B of one setting (BENCH_ROUTER_PLAIN_*), only when asked for: the same rates right after the router's.
         var plain = new RouterContender(db, "routerplain-latency", "bench-routerplain-latency", bootstrap, out, freePort()).plain();
         if (System.getenv("BENCH_CONTENDERS") != null && wanted(plain)) {
+            db.reset();
             db.createSlot(plain.slot());
             try (plain) {
                 plain.start();
@@ -231,6 +233,7 @@ public final class Benchmark {
         // Commit to a read_committed consumer: a record is visible once its Kafka transaction committed.
         var exactlyOnce = new RouterContender(db, "routereos-latency", "bench-routereos-latency", bootstrap, out, freePort(), 1, true);
         if (wanted(exactlyOnce)) {
+            db.reset();
             db.createSlot(exactlyOnce.slot());
             try (exactlyOnce) {
                 Duration start = exactlyOnce.start();
@@ -242,6 +245,7 @@ public final class Benchmark {
         }
         var dbz = debeziumServer(db, "dbzs_latency");
         if (dbz.isPresent()) {
+            db.reset();
             db.createSlot("dbzs_latency");
             try (var c = dbz.get()) {
                 Duration start = c.start();
@@ -256,6 +260,7 @@ public final class Benchmark {
             if (!wanted("relay")) {
                 break;
             }
+            db.reset();
             try (var relay = new PollingRelay(db, interval, bootstrap)) {
                 relay.start();
                 measureLatency(db, relay);
@@ -285,6 +290,7 @@ public final class Benchmark {
             db.dropSlot(router.slot());
         }
         var router = new RouterContender(db, "routermsg-latency", "bench-routermsg-latency", bootstrap, out, freePort());
+        db.reset(); // the outbox table is not written here, but its WAL and vacuums are what the others met
         db.createSlot(router.slot());
         try (router) {
             router.start();
@@ -317,8 +323,12 @@ public final class Benchmark {
         for (int rate : new int[] {100, 1000, 5000}) {
             var stats = c.stats();
             double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+            var wal0 = db.walStats();
             long t0 = System.nanoTime();
             var written = Load.fixedRate(db, rate, window);
+            if (wal0 != null) {
+                LOG.info("{} at {}/s: {}", c.name(), rate, db.walStats().since(wal0, written.events()));
+            }
             c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
             waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
             double wall = (System.nanoTime() - t0) / 1e9;
@@ -328,7 +338,25 @@ public final class Benchmark {
                     Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5]);
             results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), rate, written.perSecond(),
                     (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu));
+            dumpLatencies(c.name() + "-" + rate, written.commitMicros(), c.arrivals().byId);
         }
+    }
+
+    /**
+     * {@code BENCH_LATENCY_DUMP}: a directory that gets one CSV per contender and rate, each event's commit and arrival
+     * (epoch microseconds) in commit order, to see when in the window a tail arose and whether it comes in bursts.
+     */
+    private static void dumpLatencies(String name, Map<String, Long> written, Map<String, Long> arrived) throws IOException {
+        String dir = System.getenv("BENCH_LATENCY_DUMP");
+        if (dir == null || dir.isBlank()) {
+            return;
+        }
+        Files.createDirectories(Path.of(dir));
+        var lines = new ArrayList<String>(written.size() + 1);
+        lines.add("commit_us,arrival_us");
+        written.entrySet().stream().sorted(Map.Entry.comparingByValue())
+                .forEach(e -> lines.add(e.getValue() + "," + arrived.getOrDefault(e.getKey(), -1L)));
+        Files.write(Path.of(dir, name + ".csv"), lines);
     }
 
     private static void waitFor(Set<String> ids, Map<String, Long> arrived, Duration timeout) throws InterruptedException {
