@@ -47,4 +47,16 @@ class RunnableJarIT {
             assertThat(queue.getField("NO_SPIN").getBoolean(null)).isTrue();
         }
     }
+
+    @Test
+    void itCarriesOnlyThePostgresEmitterThatSkipsUnreadColumns() throws Exception {
+        String name = "io/debezium/connector/postgresql/PostgresChangeRecordEmitter.class";
+        try (var j = new JarFile(jar.toFile())) {
+            assertThat(j.stream().filter(e -> e.getName().equals(name)).count()).isEqualTo(1);
+        }
+        try (var loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, ClassLoader.getPlatformClassLoader())) { // java.sql
+            var emitter = Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter", false, loader);
+            assertThat(emitter.getField("SKIPS_UNREAD_COLUMNS").getBoolean(null)).isTrue();
+        }
+    }
 }
