@@ -24,8 +24,11 @@ import org.apache.kafka.connect.source.SourceRecord;
  * settings (poll, batch, column filter, no tombstones or context headers, transaction metadata off and a heartbeat every
  * 250 ms on Postgres; or with transaction metadata on, as the router runs under exactly-once delivery), and a consumer
  * that only counts the rows and marks them processed (offsets in memory). It runs in a JVM of its own started for each
- * drain, as the router does (the router's JVM options, the benchmark's class path, so with the router's SchemaUtil
- * backport): a drain after a restart includes the JIT compiler's work. The child writes its progress (count, first and last arrival)
+ * drain, as the router does (the router's JVM options): a drain after a restart includes the JIT compiler's work. With
+ * {@code stock}, its class path leaves out the router's cdc-engine module, so the connector runs Debezium's own classes:
+ * the bare Debezium 3.5 connector, the reference of the 85% goal. Without it, the connector runs with the Debezium
+ * classes the router replaces (io/debezium in cdc-engine: columns no record carries not resolved, the queue that does
+ * not spin, conversion on the polling thread, the SchemaUtil backport): the ceiling of the router's own connector code. The child writes its progress (count, first and last arrival)
  * to a file the benchmark polls.
  */
 final class BareDebezium implements Contender {
@@ -36,20 +39,35 @@ final class BareDebezium implements Contender {
     private Thread poller;
     private volatile boolean closed;
 
-    /** The name of the variant with the router's connector settings exactly: the reference of the 85% goal. */
+    /** The name of the stock variant with the router's connector settings exactly: the reference of the 85% goal. */
     static final String ROUTER_SETTINGS = "bare Debezium engine, router's connector settings";
+    /** The same with the Debezium classes the router replaces. */
+    static final String ROUTER_SETTINGS_PATCHED = "bare Debezium engine with the router's patched classes, router's connector settings";
 
     private final boolean transactionMetadata;
+    private final boolean stock;
 
-    BareDebezium(BenchDb db, String slot, boolean transactionMetadata) {
+    BareDebezium(BenchDb db, String slot, boolean transactionMetadata, boolean stock) {
         this.db = db;
         this.slot = slot;
         this.transactionMetadata = transactionMetadata;
+        this.stock = stock;
     }
 
     @Override
     public String name() {
-        return transactionMetadata ? "bare Debezium engine, transaction metadata on" : ROUTER_SETTINGS;
+        return transactionMetadata ? "bare Debezium engine, transaction metadata on" : stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
+    }
+
+    /** The benchmark's class path, without the cdc-engine module (and its io/debezium classes) for the stock variant. */
+    private String classPath() {
+        String path = System.getProperty("java.class.path");
+        if (!stock) {
+            return path;
+        }
+        return java.util.Arrays.stream(path.split(java.io.File.pathSeparator))
+                .filter(e -> !e.replace('\\', '/').matches(".*/cdc-engine[/-].*"))
+                .collect(java.util.stream.Collectors.joining(java.io.File.pathSeparator));
     }
 
     @Override
@@ -63,7 +81,7 @@ final class BareDebezium implements Contender {
         // The router's JVM options too: what differs from the router is its own work, not the JVM's.
         var command = new java.util.ArrayList<>(List.of(java));
         command.addAll(RouterContender.RECOMMENDED_JVM_OPTIONS);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), BareDebezium.class.getName(),
+        command.addAll(List.of("-cp", classPath(), BareDebezium.class.getName(),
                 Integer.toString(db.server.port()), db.server.user(), db.server.password(), db.database, slot,
                 Boolean.toString(transactionMetadata), progress.toString()));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(slot + ".log"));
@@ -125,6 +143,9 @@ final class BareDebezium implements Contender {
 
     /** The child: port user password database slot transaction-metadata progress-file. */
     public static void main(String[] args) throws Exception {
+        // Which connector classes this drain runs (stock Debezium's, or the router's copies from cdc-engine): in its log.
+        System.out.println("PostgresChangeRecordEmitter from " + Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter")
+                .getProtectionDomain().getCodeSource().getLocation());
         var p = new Properties();
         String slot = args[4];
         p.setProperty("name", "bare-" + slot);

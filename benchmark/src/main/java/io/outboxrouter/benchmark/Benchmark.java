@@ -119,10 +119,12 @@ public final class Benchmark {
         var slots = new ArrayList<List<String>>();
         contenders.add(new RawSlotReader(db, "raw_t" + txnSize));
         slots.add(List.of("raw_t" + txnSize));
-        contenders.add(new BareDebezium(db, "bare_t" + txnSize, true));
+        contenders.add(new BareDebezium(db, "bare_t" + txnSize, true, false));
         slots.add(List.of("bare_t" + txnSize));
-        contenders.add(new BareDebezium(db, "barenotx_t" + txnSize, false));
+        contenders.add(new BareDebezium(db, "barenotx_t" + txnSize, false, true));
         slots.add(List.of("barenotx_t" + txnSize));
+        contenders.add(new BareDebezium(db, "barepatched_t" + txnSize, false, false));
+        slots.add(List.of("barepatched_t" + txnSize));
         var router = new RouterContender(db, "router-t" + txnSize + "-" + round, "bench-router-t" + txnSize + "-" + round, bootstrap,
                 out, freePort());
         contenders.add(router);
@@ -304,9 +306,11 @@ public final class Benchmark {
         // Past the start's JIT work: 5 s after start, C1/C2 compilation was still about two thirds of the figure.
         Thread.sleep(30_000);
         double cpu0 = c.stats().cpuSeconds();
+        var threads0 = c.stats().threadCpuSeconds();
         Thread.sleep(20_000);
         double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
-        LOG.info("{}: {}% of a core while idle", c.name(), Results.fmt1(percent));
+        LOG.info("{}: {}% of a core while idle; by thread: {}", c.name(), Results.fmt1(percent),
+                ProcessStats.threadShares(threads0, c.stats().threadCpuSeconds(), 20));
         results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core.", c.name(), percent));
         results.idleCpuPercent.put(c.name(), percent);
     }

@@ -25,6 +25,36 @@ final class ProcessStats {
         }
     }
 
+    /** User + system CPU seconds so far of each thread, by thread id and name (names as Linux shortens them). */
+    java.util.Map<String, Double> threadCpuSeconds() {
+        var threads = new java.util.TreeMap<String, Double>();
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            tasks.forEach(task -> {
+                try {
+                    String stat = Files.readString(task.resolve("stat"));
+                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    threads.put(task.getFileName() + " " + name, (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) TICKS_PER_SECOND);
+                } catch (IOException | RuntimeException e) {
+                    // a thread that ended meanwhile
+                }
+            });
+        } catch (IOException | RuntimeException e) {
+            // the process ended
+        }
+        return threads;
+    }
+
+    /** The threads that used CPU between two {@link #threadCpuSeconds} readings, busiest first, as percent of a core. */
+    static String threadShares(java.util.Map<String, Double> before, java.util.Map<String, Double> after, double seconds) {
+        return after.entrySet().stream()
+                .map(e -> java.util.Map.entry(e.getKey().replaceFirst("^\\d+ ", ""), e.getValue() - before.getOrDefault(e.getKey(), 0.0)))
+                .filter(e -> e.getValue() > 0)
+                .sorted(java.util.Map.Entry.<String, Double>comparingByValue().reversed())
+                .map(e -> String.format("%s %.2f%%", e.getKey(), e.getValue() / seconds * 100))
+                .collect(java.util.stream.Collectors.joining(", "));
+    }
+
     /** CPU seconds the whole machine spent busy so far (all cores, from /proc/stat), or NaN. */
     static double machineBusySeconds() {
         try {

@@ -101,7 +101,7 @@ final class Results {
         var s = new StringBuilder();
         var medians = medians();
         s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered; median of the rounds)\n\n")
-                .append("| database | contender | rows per transaction | events | events/s | rounds: min-max | vs. raw slot | vs. bare Debezium (router's settings) | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
+                .append("| database | contender | rows per transaction | events | events/s | rounds: min-max | vs. raw slot | vs. bare Debezium 3.5 (router's settings) | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
                 .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (var m : medians) {
             var t = m.median();
@@ -147,8 +147,13 @@ final class Results {
             double router = drain(medians, RouterContender.NAME, size);
             goal(s, "drain, " + size + "-row transactions: >= 1.5x Debezium Server", router / drain(medians, DebeziumServerContender.NAME, size),
                     "%.2fx", r -> r >= 1.5);
-            goal(s, "drain, " + size + "-row transactions: >= 85% of the bare engine at the router's settings",
+            goal(s, "drain, " + size + "-row transactions: >= 85% of the bare Debezium 3.5 connector (its own classes) at the router's settings",
                     100 * router / drain(medians, BareDebezium.ROUTER_SETTINGS, size), "%.0f%%", r -> r >= 85);
+            double patched = drain(medians, BareDebezium.ROUTER_SETTINGS_PATCHED, size);
+            if (!Double.isNaN(patched) && !Double.isNaN(router)) {
+                s.append("| (for reference, not a goal) drain, ").append(size).append("-row: share of the bare connector with the router's patched classes | ")
+                        .append(String.format("%.0f%%", 100 * router / patched)).append(" | |\n");
+            }
         }
         var at1k = latency(1000);
         goal(s, "commit to Kafka at 1,000 events/s: p99 <= 25 ms", at1k == null ? Double.NaN : at1k.p99(), "%.1f ms", p -> p <= 25);
