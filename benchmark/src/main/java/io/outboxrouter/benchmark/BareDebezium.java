@@ -56,7 +56,8 @@ final class BareDebezium implements Contender {
 
     @Override
     public String name() {
-        return transactionMetadata ? "bare Debezium engine, transaction metadata on" : stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
+        return transactionMetadata ? (stock ? "bare Debezium engine, transaction metadata on" : "bare Debezium engine with the router's patched classes, transaction metadata on")
+                : stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
     }
 
     /** The benchmark's class path, without the cdc-engine module (and its io/debezium classes) for the stock variant. */
@@ -66,7 +67,7 @@ final class BareDebezium implements Contender {
             return path;
         }
         return java.util.Arrays.stream(path.split(java.io.File.pathSeparator))
-                .filter(e -> !e.replace('\\', '/').matches(".*/cdc-engine[/-].*"))
+                .filter(e -> !e.replace('\\', '/').matches(".*/cdc-engine([/-].*)?"))
                 .collect(java.util.stream.Collectors.joining(java.io.File.pathSeparator));
     }
 
@@ -83,7 +84,7 @@ final class BareDebezium implements Contender {
         command.addAll(RouterContender.RECOMMENDED_JVM_OPTIONS);
         command.addAll(List.of("-cp", classPath(), BareDebezium.class.getName(),
                 Integer.toString(db.server.port()), db.server.user(), db.server.password(), db.database, slot,
-                Boolean.toString(transactionMetadata), progress.toString()));
+                Boolean.toString(transactionMetadata), progress.toString(), Boolean.toString(stock)));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(slot + ".log"));
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(progress)) {
@@ -143,9 +144,14 @@ final class BareDebezium implements Contender {
 
     /** The child: port user password database slot transaction-metadata progress-file. */
     public static void main(String[] args) throws Exception {
-        // Which connector classes this drain runs (stock Debezium's, or the router's copies from cdc-engine): in its log.
-        System.out.println("PostgresChangeRecordEmitter from " + Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter")
+        // The connector classes this drain runs must be the variant's: Debezium's own (stock), or the router's copies.
+        String emitter = String.valueOf(Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter")
                 .getProtectionDomain().getCodeSource().getLocation());
+        System.out.println("PostgresChangeRecordEmitter from " + emitter);
+        if (emitter.contains("debezium-connector-postgres") != Boolean.parseBoolean(args[7])) {
+            System.err.println("the " + (Boolean.parseBoolean(args[7]) ? "stock" : "patched") + " variant loaded the emitter from " + emitter);
+            System.exit(2);
+        }
         var p = new Properties();
         String slot = args[4];
         p.setProperty("name", "bare-" + slot);

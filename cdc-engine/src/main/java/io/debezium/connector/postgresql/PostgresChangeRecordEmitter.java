@@ -17,6 +17,7 @@ package io.debezium.connector.postgresql;
 
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -25,7 +26,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.WeakHashMap;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.connect.data.Struct;
@@ -228,28 +229,12 @@ public class PostgresChangeRecordEmitter extends RelationalChangeRecordEmitter<P
 
     private static final boolean[] NONE = new boolean[0];
 
-    /** outbox-router: per column filter and table (both by identity), the positions {@link #unreadPositions} found. */
-    private static final Map<UnreadKey, boolean[]> UNREAD = new ConcurrentHashMap<>();
-
-    private static final class UnreadKey {
-        private final Object filter;
-        private final Table table;
-
-        UnreadKey(Object filter, Table table) {
-            this.filter = filter;
-            this.table = table;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof UnreadKey k && k.filter == filter && k.table == table;
-        }
-
-        @Override
-        public int hashCode() {
-            return 31 * System.identityHashCode(filter) + System.identityHashCode(table);
-        }
-    }
+    /**
+     * outbox-router: per column filter (one per connector) and table, the positions {@link #unreadPositions} found. Weak
+     * keys: a table replaced by a schema refresh, or a stopped connector's filter, leaves with its entry. Equal tables
+     * of one connector (the same columns) give the same positions.
+     */
+    private static final Map<ColumnNameFilter, Map<Table, boolean[]>> UNREAD = Collections.synchronizedMap(new WeakHashMap<>());
 
     /** outbox-router: {@link #unreadPositions(Table, ColumnNameFilter, Key.KeyMapper)} for this connector, cached per table. */
     private static boolean[] unreadPositions(Table table, PostgresConnectorConfig config) {
@@ -257,16 +242,8 @@ public class PostgresChangeRecordEmitter extends RelationalChangeRecordEmitter<P
         if (filter == null) {
             return NONE;
         }
-        var key = new UnreadKey(filter, table);
-        boolean[] unread = UNREAD.get(key);
-        if (unread == null) {
-            if (UNREAD.size() > 256) {
-                UNREAD.clear(); // tables replaced by schema refreshes
-            }
-            unread = unreadPositions(table, filter, config.getKeyMapper());
-            UNREAD.put(key, unread);
-        }
-        return unread;
+        Map<Table, boolean[]> tables = UNREAD.computeIfAbsent(filter, f -> Collections.synchronizedMap(new WeakHashMap<>()));
+        return tables.computeIfAbsent(table, t -> unreadPositions(t, filter, config.getKeyMapper()));
     }
 
     /**
