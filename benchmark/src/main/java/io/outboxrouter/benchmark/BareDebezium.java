@@ -28,8 +28,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * {@code stock}, its class path leaves out the router's cdc-engine module, so the connector runs Debezium's own classes:
  * the bare Debezium 3.5 connector, the reference of the 85% goal. Without it, the connector runs with the Debezium
  * classes the router replaces (io/debezium in cdc-engine: columns no record carries not resolved, the queue that does
- * not spin, conversion on the polling thread, the SchemaUtil backport): the ceiling of the router's own connector code. The child writes its progress (count, first and last arrival)
- * to a file the benchmark polls.
+ * not spin, conversion on the polling thread, the SchemaUtil backport): the ceiling of the router's own connector code.
+ * The child writes its progress (count, first and last arrival) to a file the benchmark polls.
  */
 final class BareDebezium implements Contender {
     private final BenchDb db;
@@ -56,8 +56,11 @@ final class BareDebezium implements Contender {
 
     @Override
     public String name() {
-        return transactionMetadata ? (stock ? "bare Debezium engine, transaction metadata on" : "bare Debezium engine with the router's patched classes, transaction metadata on")
-                : stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
+        if (transactionMetadata) {
+            return stock ? "bare Debezium engine, transaction metadata on"
+                    : "bare Debezium engine with the router's patched classes, transaction metadata on";
+        }
+        return stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
     }
 
     /** The benchmark's class path, without the cdc-engine module (and its io/debezium classes) for the stock variant. */
@@ -142,7 +145,7 @@ final class BareDebezium implements Contender {
         }
     }
 
-    /** The child: port user password database slot transaction-metadata progress-file. */
+    /** The child: port user password database slot transaction-metadata progress-file stock. */
     public static void main(String[] args) throws Exception {
         // The connector classes this drain runs must be the variant's: Debezium's own (stock), or the router's copies.
         String emitter = String.valueOf(Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter")
