@@ -139,6 +139,29 @@ class PostgresRouterBehaviourIT {
     }
 
     @Test
+    void aColumnTheRouterDoesNotReadIsNotParsedSoItsValueCannotStopTheStream() throws Exception {
+        // Postgres accepts an interval of 2,562,047,788 hours; pgjdbc's PGInterval, which Debezium parses intervals with,
+        // fails on it ("Conversion of interval failed") and the connector stops. The router's records carry only the
+        // outbox columns, and its copy of Debezium's change emitter leaves the others unparsed (which also saves parsing
+        // every created_at): a value like this one in another column of the table does not concern it.
+        var db = new PostgresOutbox(TestServers.postgres(), unique("unread"));
+        db.execute("ALTER TABLE public.outbox ADD COLUMN retention interval NOT NULL DEFAULT '2562047788 hours'");
+        String topics = unique("unread");
+        var config = RouterConfigLoader.parse(yaml(db, unique("unread-router").replace('_', '-'), topics, "", 0), Map.of());
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var first = TestEvent.of("Order", "o-1", 1);
+            var second = TestEvent.of("Order", "o-1", 2);
+            db.insertMultiRow(c, List.of(first, second));
+            c.commit();
+            kafka.awaitIds(Set.of(first.id(), second.id()), Duration.ofSeconds(30));
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).containsExactly(first.id(), second.id());
+            assertThat(router.metrics().publishedTotal()).isEqualTo(2);
+        }
+    }
+
+    @Test
     void aRecordLargerThanKafkaAcceptsIsDeadLetteredWithoutItsPayloadAndTheRestFlows() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("toolarge"));
         String topics = unique("toolarge");
