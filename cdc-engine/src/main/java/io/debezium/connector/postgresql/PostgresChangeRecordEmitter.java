@@ -11,7 +11,8 @@
  * (JFR allocation samples), about 15% of the decoding thread in an earlier CPU profile. Such a column's slot in the
  * values array stays null; the value and key generators read only included and key columns. This class replaces
  * Debezium's in the runnable jar (the shade plugin drops the original) and ahead of it on the test class path;
- * compare it with upstream on every upgrade. UnreadColumnsPatchTest checks the copy loaded and what it leaves out.
+ * compare it with upstream on every upgrade. UnreadColumnsPatchTest checks the copy loaded and what it leaves out;
+ * PostgresRouterBehaviourIT, that a value Debezium cannot parse (an interval) in such a column no longer stops the router.
  */
 package io.debezium.connector.postgresql;
 
