@@ -6,7 +6,14 @@ package io.outboxrouter.cdc;
  * which resets the stored position ({@link Source#resetPosition}).
  *
  * @param problem  what is missing and what it means, for the operator
- * @param accepted what starting anyway does, and what is lost by it
+ * @param accepted      what starting anyway does, and what is lost by it
+ * @param keepsPosition accepting it keeps the stored position (a loss recorded while the router ran: the position is
+ *                      still sound, only rows before it were not sent)
  */
-public record Drift(String problem, String accepted) {
+public record Drift(String problem, String accepted, boolean keepsPosition) {
+
+    /** A drift whose acceptance resets the stored position. */
+    public Drift(String problem, String accepted) {
+        this(problem, accepted, false);
+    }
 }

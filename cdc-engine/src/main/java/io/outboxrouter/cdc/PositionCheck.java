@@ -1,5 +1,6 @@
 package io.outboxrouter.cdc;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
@@ -15,18 +16,39 @@ import org.slf4j.LoggerFactory;
  */
 final class PositionCheck {
     private static final Logger LOG = LoggerFactory.getLogger(PositionCheck.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private PositionCheck() {
     }
 
-    /** The drift, if any, read without changing anything (for {@code check} too). */
+    /**
+     * The drift, if any, read without changing anything (for {@code check} too): a loss recorded while the router ran, a
+     * stored position that no longer adds up with the source, or both.
+     */
     static Optional<Drift> find(RouterConfig config, Source source) {
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
             table.createIfMissing();
-            return source.drift(new StoredPosition(table.read(config.name()), table.state(config.name())));
+            var gap = table.gap(config.name()).map(PositionCheck::gapText);
+            var drift = source.drift(new StoredPosition(table.read(config.name()), table.state(config.name())));
+            if (drift.isPresent()) {
+                return gap.map(g -> new Drift(g + "; and " + drift.get().problem(), drift.get().accepted())).or(() -> drift);
+            }
+            return gap.map(g -> new Drift(g, "go on from the stored position (the rows it names reach Kafka only by replay)", true));
         } catch (SQLException e) {
             throw new SourceSetupException("cannot compare router " + config.name() + "'s stored position with the source: "
                     + e.getMessage(), e);
+        }
+    }
+
+    /** The operator's words for a recorded loss: when it was found and what it says. */
+    private static String gapText(String json) {
+        try {
+            var node = JSON.readTree(json);
+            String problem = node.path("problem").asText(json);
+            return "the router stopped at " + node.path("detected").asText("?") + ": "
+                    + (problem.endsWith(".") ? problem.substring(0, problem.length() - 1) : problem);
+        } catch (java.io.IOException e) {
+            return "the router stopped: " + json;
         }
     }
 
@@ -45,7 +67,13 @@ final class PositionCheck {
         }
         LOG.error("Router {}: {}. Accepted (--accept-gap): {}", config.name(), drift.get().problem(), drift.get().accepted());
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-            source.resetPosition(table, config.name());
+            if (drift.get().keepsPosition()) {
+                var entries = new java.util.HashMap<String, String>();
+                entries.put(OffsetTable.GAP_KEY, null);
+                table.write(config.name(), entries);
+            } else {
+                source.resetPosition(table, config.name());
+            }
         }
     }
 }

@@ -130,13 +130,18 @@ final class PostgresPreflight {
     }
 
     private static Check slotCheck(Connection c, String slot) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT active, pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)) "
-                + "FROM pg_replication_slots WHERE slot_name = ?")) {
+        try (var ps = c.prepareStatement("SELECT active, pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), "
+                + "wal_status FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {
                 if (rs.next()) {
+                    String status = rs.getString(3);
+                    if ("lost".equals(status)) {
+                        return Check.fail("replication slot", invalidated(slot), dropInvalidated(slot));
+                    }
                     return Check.pass("replication slot", "slot " + slot + " exists (" + (rs.getBoolean(1) ? "in use" : "idle")
-                            + ", retaining " + rs.getString(2) + " of WAL)");
+                            + ", retaining " + rs.getString(2) + " of WAL" + ("unreserved".equals(status) ? "; wal_status "
+                            + "unreserved: past max_slot_wal_keep_size, the server invalidates it at its next checkpoint" : "") + ")");
                 }
             }
         }
@@ -224,6 +229,19 @@ final class PostgresPreflight {
         return Check.fail("publication", "publication " + publication + " is missing while slot " + slot + " exists (dropped "
                 + "behind the router's back?): the slot cannot decode what was written before a publication created now",
                 "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')) and " + START_AFRESH);
+    }
+
+    /** A slot whose WAL the server removed ({@code wal_status = lost}): Debezium would retry it for half an hour. */
+    static String invalidated(String slot) {
+        return "replication slot " + slot + " was invalidated by the server (wal_status lost: it fell behind by more than "
+                + "max_slot_wal_keep_size, or its WAL was removed otherwise): the changes it had not sent are gone from it";
+    }
+
+    /** The fix for {@link #invalidated}: a new slot, and the rows it lacks published again. */
+    static String dropInvalidated(String slot) {
+        return "drop the slot (SELECT pg_drop_replication_slot('" + slot + "')), then start once with run --accept-gap, which "
+                + "creates a new slot at the current WAL position; raise max_slot_wal_keep_size (or set it to -1) so that a "
+                + "router that falls behind is not cut off again";
     }
 
     /** How to go on once a slot cannot decode its WAL any more: what follows dropping it (and a replaced publication). */

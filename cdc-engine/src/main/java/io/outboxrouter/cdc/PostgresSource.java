@@ -82,9 +82,9 @@ final class PostgresSource implements Source {
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
-        // Logical decoding messages: run --once's end marker always, the outbox's when configured; other programs' are
-        // dropped by the connector.
-        String drain = PostgresDrain.MESSAGE_PREFIX.replace(".", "\\.");
+        // Logical decoding messages: run --once's end marker and the slot monitor's heartbeat always, the outbox's when
+        // configured; other programs' are dropped by the connector.
+        String drain = PostgresDrain.MESSAGE_PREFIX.replace(".", "\\.") + "," + SlotMonitor.HEARTBEAT_PREFIX.replace(".", "\\.");
         p.setProperty("message.prefix.include.list", pg.messages() ? pg.messagePrefix().replace(".", "\\.") + "," + drain : drain);
         if (pg.messages() && source.tables().isEmpty()) {
             p.setProperty("snapshot.mode", "no_data"); // messages live in the WAL only: there is nothing to snapshot of them
@@ -342,7 +342,7 @@ final class PostgresSource implements Source {
 
     @Override
     public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
-        return Optional.of(new SlotMonitor(config.source(), config.name(), drift));
+        return Optional.of(new SlotMonitor(config.source(), config.name(), ConnectorProperties.outboxColumns(config), drift));
     }
 
     @Override

@@ -1,7 +1,10 @@
 package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.SourceConfig;
+import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayDeque;
+import java.util.Collection;
 import java.time.Instant;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -13,12 +16,21 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Measures, every 15 s, the router's Postgres slot: active, confirmed position, and the WAL it retains (the cost of
- * falling behind). It also watches the slot's publication: one dropped, or dropped and created again, under a running
- * router leaves the slot unable to decode what was written since, and Debezium would restart its task for ever.
+ * falling behind). Every 2 s while this process streams, it also watches what the slot's output depends on: the
+ * publication (dropped, or dropped and created again), the outbox tables in it ({@link PublicationWatch}) and the slot's
+ * WAL. A change there loses rows without an error from Debezium, so the router is told at once, with the fix and the
+ * rows that may not have been published ({@code replay --from-xid}).
  */
 public final class SlotMonitor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
     private static final long PERIOD_SECONDS = 15;
+    private static final long WATCH_MILLIS = 2000;
+    /** The prefix of the router's heartbeat messages; the connector lets them through, routing ignores them. */
+    static final String HEARTBEAT_PREFIX = "outbox-router.heartbeat";
+    /** WAL written past the slot's position before a heartbeat is sent: an idle database is left idle (no heartbeat of its own). */
+    private static final long HEARTBEAT_AFTER_BYTES = 64 * 1024;
+    /** Looks kept to bound what an invalidated slot lost: about the last hour of WAL positions, one per look that moved. */
+    private static final int LOOKS_KEPT = 2048;
     /** A half-open connection fails in seconds: the engine-failure path and the lock's thread measure too. */
     private static final java.util.Properties TIMEOUTS = new java.util.Properties();
 
@@ -36,21 +48,33 @@ public final class SlotMonitor implements AutoCloseable {
     private final AtomicReference<SlotState> state = new AtomicReference<>();
     private final ScheduledExecutorService timer;
     private final Consumer<SourceSetupException> drift;
+    private final PublicationWatch watch;
+    /** Looks that found everything in order, oldest first: the WAL position and the oldest running xid of each. */
+    private final ArrayDeque<PublicationWatch.Look> looks = new ArrayDeque<>();
     /** The publication's oid when first seen; null until it exists (a first start creates it after this starts). */
     private Long publicationOid;
     private SourceSetupException drifted;
     private volatile boolean watching;
+    private boolean baselined;
+    /** Whether the server's pgoutput carries logical decoding messages; null until asked. */
+    private Boolean messages;
+    private Connection watchConnection;
 
-    /** @param drift told once, on the monitor's thread, when the publication is dropped or replaced under the router */
-    SlotMonitor(SourceConfig source, String routerName, Consumer<SourceSetupException> drift) {
+    /**
+     * @param columns the columns the router reads from each outbox table
+     * @param drift   told once, on the monitor's thread, when what the slot sends changed under the router
+     */
+    SlotMonitor(SourceConfig source, String routerName, Collection<String> columns, Consumer<SourceSetupException> drift) {
         this.source = source;
         this.drift = drift;
+        this.watch = new PublicationWatch(source.postgres().publication(), source.postgres().slot(), source.tables(), columns);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "slot-monitor-" + routerName);
             t.setDaemon(true);
             return t;
         });
         timer.scheduleAtFixedRate(this::measure, 0, PERIOD_SECONDS, TimeUnit.SECONDS);
+        timer.scheduleWithFixedDelay(this::watch, WATCH_MILLIS, WATCH_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     /** The WAL the slot retains, as last measured; negative before the first measurement or without a slot. */
@@ -70,14 +94,18 @@ public final class SlotMonitor implements AutoCloseable {
      */
     public void measureNow() {
         measure();
+        watch();
     }
 
-    /** This process streams from now on: the publication as it is now is the one to keep (a standby watches nothing). */
+    /** This process streams from now on: the catalog as it is now is the one to keep (a standby watches nothing). */
     public synchronized void watchFromNow() {
         publicationOid = null;
         drifted = null;
+        baselined = false;
+        looks.clear();
         watching = true;
         measure();
+        watch();
     }
 
     /** This process no longer streams (its lock was lost): whatever the streaming process does is not drift here. */
@@ -89,28 +117,141 @@ public final class SlotMonitor implements AutoCloseable {
         String slot = source.postgres().slot();
         try (var c = source.connection().open(TIMEOUTS);
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
-                     + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?");
-             var pub = c.prepareStatement("SELECT oid::bigint FROM pg_publication WHERE pubname = ?")) {
+                     + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, slot);
+            var previous = state.get();
             try (var rs = ps.executeQuery()) {
                 state.set(rs.next()
                         ? new SlotState(slot, true, rs.getBoolean(1), rs.getString(2), rs.getString(3), rs.getLong(4), Instant.now())
                         : new SlotState(slot, false, false, null, null, -1, Instant.now()));
             }
-            pub.setString(1, source.postgres().publication());
-            try (var rs = pub.executeQuery()) {
-                watchPublication(rs.next() ? rs.getLong(1) : null);
-            }
+            heartbeatIfPinned(c, previous, state.get());
         } catch (SQLException e) {
             LOG.debug("Could not measure the WAL retained by slot {}: {}", slot, e.getMessage());
         }
     }
 
-    private void watchPublication(Long oid) {
-        if (!watching) {
+    /**
+     * A quiet outbox on a busy database: pgoutput sends nothing, so the slot's confirmed position stays at the last outbox
+     * transaction and the server keeps every byte of WAL written since. A transactional logical decoding message reaches
+     * every slot whatever its publication; once the router has stored its position, the slot is confirmed past all that WAL.
+     * Sent only while this process streams, when the slot's position did not move since the last measurement and more
+     * than a little WAL was written past it; the router publishes nothing for it.
+     */
+    private void heartbeatIfPinned(Connection c, SlotState previous, SlotState now) throws SQLException {
+        if (!watching || previous == null || !now.exists() || !now.active() || now.confirmedFlushLsn() == null
+                || !now.confirmedFlushLsn().equals(previous.confirmedFlushLsn())) {
             return;
         }
-        if (publicationOid == null || drifted != null) {
+        if (messages == null) {
+            try (var st = c.createStatement(); var rs = st.executeQuery("SHOW server_version_num")) {
+                rs.next();
+                messages = Integer.parseInt(rs.getString(1)) >= 140000; // pgoutput carries messages from Postgres 14 on
+            }
+        }
+        if (!messages) {
+            return;
+        }
+        try (var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?) FROM pg_replication_slots "
+                + "WHERE slot_name = ? AND pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) > " + HEARTBEAT_AFTER_BYTES)) {
+            ps.setString(1, HEARTBEAT_PREFIX);
+            ps.setString(2, now.slot());
+            ps.setString(3, now.slot());
+            ps.execute();
+        }
+    }
+
+    private synchronized void watch() {
+        if (!watching || drifted != null) {
+            return;
+        }
+        try {
+            if (watchConnection == null) {
+                watchConnection = source.connection().open(TIMEOUTS);
+            }
+            var c = watchConnection;
+            try (var pub = c.prepareStatement("SELECT oid::bigint FROM pg_publication WHERE pubname = ?")) {
+                pub.setString(1, source.postgres().publication());
+                try (var rs = pub.executeQuery()) {
+                    watchPublication(rs.next() ? rs.getLong(1) : null);
+                }
+            }
+            if (drifted != null) {
+                return;
+            }
+            if (!baselined) {
+                watch.baseline(c);
+                baselined = true;
+            }
+            var look = watch.look(c);
+            if (look.change().isPresent()) {
+                var change = look.change().get();
+                report("While the router ran, " + change.problem() + ". " + lostRange(change.lostAfterLsn()) + " Fix: "
+                        + change.fix() + (change.lostAfterLsn() == null ? ", then start the router once with run --accept-gap" : "")
+                        + " (the router refuses to start until then); then publish the rows named above with replay.");
+                return;
+            }
+            if (looks.isEmpty() || looks.getLast().walLsn() != look.walLsn()) {
+                looks.addLast(look);
+                if (looks.size() > LOOKS_KEPT) {
+                    looks.removeFirst();
+                }
+            }
+        } catch (SQLException e) {
+            LOG.debug("Could not watch the publication of slot {}: {}", source.postgres().slot(), e.getMessage());
+            closeWatchConnection();
+        }
+    }
+
+    /**
+     * The rows that may not be published, as a replay: those written by transactions from the oldest one running at the
+     * last look that found everything in order; for a slot whose WAL is gone, the last such look at or before its confirmed
+     * position {@code lostAfterLsn}.
+     */
+    private String lostRange(Long lostAfterLsn) {
+        PublicationWatch.Look from = looks.isEmpty() ? null : looks.getLast();
+        if (lostAfterLsn != null) {
+            long confirmed = lostAfterLsn;
+            from = null;
+            for (var it = looks.descendingIterator(); it.hasNext(); ) {
+                var look = it.next();
+                if (confirmed >= 0 && Long.compareUnsigned(look.walLsn(), confirmed) <= 0) {
+                    from = look;
+                    break;
+                }
+            }
+        }
+        if (from == null) {
+            return "Rows that may not be published: those committed after the router's stored position (offsets show prints when "
+                    + "it was updated); publish the rows still in the outbox table again with replay --since <a time before it, by "
+                    + "the longest transaction your writers run>.";
+        }
+        return "Rows that may not be published: those written by transactions from xid " + from.oldestXid() + " on (the oldest "
+                + "transaction running when the router last found everything in order, at WAL position "
+                + SourcePositions.formatLsn(from.walLsn()) + "); publish the ones still in the outbox table again with: java -jar "
+                + "outbox-router.jar replay --config <file> --from-xid " + from.oldestXid() + " (rows published already may come "
+                + "again, and consumers drop them by the id header; rows deleted since cannot be published again).";
+    }
+
+    private void report(String message) {
+        drifted = new SourceSetupException(message);
+        closeWatchConnection();
+        drift.accept(drifted);
+    }
+
+    private void closeWatchConnection() {
+        if (watchConnection != null) {
+            try {
+                watchConnection.close();
+            } catch (SQLException ignored) {
+                // the connection is gone either way
+            }
+            watchConnection = null;
+        }
+    }
+
+    private void watchPublication(Long oid) {
+        if (publicationOid == null) {
             publicationOid = oid;
             return;
         }
@@ -119,16 +260,19 @@ public final class SlotMonitor implements AutoCloseable {
         }
         String publication = source.postgres().publication();
         String slot = source.postgres().slot();
-        drifted = new SourceSetupException("publication " + publication + " was dropped" + (oid == null ? "" : " and created again")
+        report("publication " + publication + " was dropped" + (oid == null ? "" : " and created again")
                 + " while the router ran: slot " + slot + " cannot decode the changes written since (pgoutput looks the publication up "
-                + "as it was when each change was written), so the router stops rather than go past them. Fix: drop the slot "
-                + "(SELECT pg_drop_replication_slot('" + slot + "'))" + (oid == null ? "" : " and the new publication (DROP PUBLICATION "
-                + publication + ")") + ", then " + PostgresPreflight.START_AFRESH);
-        drift.accept(drifted);
+                + "as it was when each change was written), so the router stops rather than go past them. " + lostRange(null)
+                + " Fix: drop the slot (SELECT pg_drop_replication_slot('" + slot + "'))" + (oid == null ? "" : " and the new "
+                + "publication (DROP PUBLICATION " + publication + ")") + ", then start once with run --accept-gap, which creates the "
+                + "publication, then the slot; then publish the rows named above with replay.");
     }
 
     @Override
     public void close() {
         timer.shutdownNow();
+        synchronized (this) {
+            closeWatchConnection();
+        }
     }
 }

@@ -44,6 +44,11 @@ public final class OffsetTable implements AutoCloseable {
      * set|reset}, {@code run --accept-gap}), whose events may have to be replayed from the rows retention would delete.
      */
     public static final String RETENTION_HOLD_KEY = "outbox-router.retention-hold";
+    /**
+     * The row that records a loss found while the router ran (what the source stopped sending, and which rows to publish
+     * again): the router refuses to start until an operator accepts it ({@code run --accept-gap}).
+     */
+    public static final String GAP_KEY = "outbox-router.gap";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -87,6 +92,7 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(FENCE_KEY);
         out.remove(AUTHORITY_KEY);
         out.remove(RETENTION_HOLD_KEY);
+        out.remove(GAP_KEY);
         return out;
     }
 
@@ -107,6 +113,11 @@ public final class OffsetTable implements AutoCloseable {
         } catch (java.time.format.DateTimeParseException e) {
             return Optional.of(java.time.Instant.now()); // unreadable: held, from now
         }
+    }
+
+    /** The loss recorded while the router ran ({@link #GAP_KEY}), as JSON text; empty when none is. */
+    public Optional<String> gap(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(GAP_KEY));
     }
 
     /** Which copy of the router's position is authoritative ({@link #TABLE}, {@link #TOPIC}); empty when no row says. */

@@ -43,10 +43,16 @@ public final class Replay {
 
     /**
      * Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set;
-     * {@code orderBy} (may be empty) replaces the default order.
+     * {@code orderBy} (may be empty) replaces the default order; {@code fromXid} (Postgres) keeps the rows written by
+     * transaction {@code fromXid} or a later one, the range a stop of the router names.
      */
     public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-            List<String> orderBy) {
+            List<String> orderBy, Long fromXid) {
+
+        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
+                      List<String> orderBy) {
+            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, null);
+        }
     }
 
     /** How one table's rows are ordered: the SQL, and the same for the operator. */
@@ -192,6 +198,11 @@ public final class Replay {
         if (f.id() != null) {
             where.add(source.asText(cols.id()) + " = ?");
         }
+        if (f.fromXid() != null) {
+            // xmin is the 32-bit id of the row's writer: compared by age, which holds within two billion transactions; a
+            // frozen row's age is the largest there is, so it counts as older.
+            where.add("age(xmin) <= age(CAST(? AS xid))");
+        }
         return "SELECT * FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
                 + " ORDER BY " + String.join(", ", order.sql());
     }
@@ -208,6 +219,9 @@ public final class Replay {
             if (value != null) {
                 ps.setString(i++, value);
             }
+        }
+        if (f.fromXid() != null) {
+            ps.setString(i, Long.toString(f.fromXid() & 0xFFFFFFFFL));
         }
     }
 

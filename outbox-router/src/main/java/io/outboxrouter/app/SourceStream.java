@@ -34,6 +34,7 @@ import org.slf4j.LoggerFactory;
 final class SourceStream implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SourceStream.class);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
     private final RouterConfig config;
     private final Source source;
@@ -48,6 +49,7 @@ final class SourceStream implements AutoCloseable {
     private final boolean acceptGap;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final Optional<SlotMonitor> monitor;
+    private final Optional<StatementInsertWatch> statementInserts;
     private final Optional<Retention> retention;
     private volatile CdcEngine engine;
     private volatile boolean activatedBefore;
@@ -76,6 +78,8 @@ final class SourceStream implements AutoCloseable {
         this.timer = lockTimer;
         this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
         this.monitor = source.monitor(this::sourceChanged);
+        this.statementInserts = config.source().kind().isBinlog() ? StatementInsertWatch.attach(config.name(), config.source().tables(),
+                problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem))) : Optional.empty();
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
@@ -255,7 +259,25 @@ final class SourceStream implements AutoCloseable {
     /** The source changed under the stream so that it cannot go on (a dropped publication): the router stops, saying how to fix it. */
     private void sourceChanged(io.outboxrouter.cdc.SourceSetupException e) {
         LOG.error("Router {}: {}", config.name(), e.getMessage());
+        recordGap(e.getMessage());
         completion.completeExceptionally(e);
+    }
+
+    /**
+     * Keeps the loss in the offsets table, so that the next start refuses until an operator accepts it, and holds
+     * retention, so that the rows to publish again stay in the outbox table.
+     */
+    private void recordGap(String problem) {
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            var gap = JSON.createObjectNode().put("detected", java.time.Instant.now().toString()).put("problem", problem);
+            // ASCII only: the problem may quote an outbox row, and an offsets table's text column need not hold every character.
+            String value = JSON.writer().with(com.fasterxml.jackson.core.json.JsonWriteFeature.ESCAPE_NON_ASCII).writeValueAsString(gap);
+            table.write(config.name(), java.util.Map.of(OffsetTable.GAP_KEY, value,
+                    OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()));
+        } catch (RuntimeException | com.fasterxml.jackson.core.JsonProcessingException ex) {
+            LOG.error("Router {}: could not record the loss in the offsets table ({}); the next start will not refuse on its own: "
+                    + "publish the rows named above before starting it again", config.name(), ex.getMessage());
+        }
     }
 
     RouterState state() {
@@ -335,6 +357,7 @@ final class SourceStream implements AutoCloseable {
             } finally {
                 leadership.close();
                 monitor.ifPresent(SlotMonitor::close);
+                statementInserts.ifPresent(StatementInsertWatch::detach);
                 timer.shutdownNow();
                 completion.complete(null);
             }

@@ -55,6 +55,10 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--id", paramLabel = "ID", description = "Only this event id.")
     String id;
 
+    @Option(names = "--from-xid", paramLabel = "XID", description = "Postgres: only rows written by transaction XID or a later one "
+            + "(the range a router names when it stops because the database changed under it).")
+    Long fromXid;
+
     @Option(names = "--time-column", paramLabel = "COLUMN", defaultValue = "created_at",
             description = "The column that orders and filters by time (default: ${DEFAULT-VALUE}).")
     String timeColumn;
@@ -85,7 +89,16 @@ final class ReplayCommand implements Callable<Integer> {
                 return Main.EXIT_USAGE;
             }
         }
-        var filter = new Replay.Filter(since, until, aggregateType, aggregateId, id, timeColumn, orderBy);
+        if (fromXid != null && c.source().kind().isBinlog()) {
+            System.err.println("outbox-router: --from-xid is for Postgres (transaction ids); on " + c.source().kind().name().toLowerCase(java.util.Locale.ROOT)
+                    + " use --since, --id or --aggregate-id");
+            return Main.EXIT_USAGE;
+        }
+        if (fromXid != null && fromXid < 3) {
+            System.err.println("outbox-router: --from-xid must be a transaction id, 3 or more (was " + fromXid + ")");
+            return Main.EXIT_USAGE;
+        }
+        var filter = new Replay.Filter(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid);
         var replay = new Replay(c);
         for (String table : c.source().tables()) {
             var missing = replay.missingOrderColumns(table, filter);

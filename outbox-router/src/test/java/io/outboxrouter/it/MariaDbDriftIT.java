@@ -6,10 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.RouterConfigLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** State and configuration that changed behind the router's back, on MariaDB: refused loudly with the fix. */
 class MariaDbDriftIT {
@@ -86,6 +89,55 @@ class MariaDbDriftIT {
                 c.commit();
                 kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
             }
+        }
+    }
+
+    /**
+     * {@code binlog_format} is a session setting: a writer that logs its INSERT as a statement passes the start-time check,
+     * and Debezium skips the statement with a warning. The router stops, names the statement, refuses to start until the
+     * loss is accepted, and replay publishes the row; a statement-format UPDATE of another table stops nothing.
+     */
+    @Test
+    void anOutboxInsertLoggedAsAStatementStopsTheRouterAndReplayPublishesIt(@TempDir Path dir) throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("stmt"));
+        String topics = OutboxContract.unique("stmt");
+        var file = Files.writeString(dir.resolve("router.yml"), "name: " + OutboxContract.unique("stmt-router").replace('_', '-') + "\n"
+                + db.sourceYaml() + "routing: { topic: \"" + topics + ".${aggregatetype}\" }\n"
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n");
+        var config = RouterConfigLoader.load(file, Map.of());
+        var first = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            try (var router = Router.start(config); var statements = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, first);
+                c.commit();
+                kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
+
+                statements.setAutoCommit(true);
+                try (var st = statements.createStatement()) {
+                    st.execute("SET SESSION binlog_format = 'STATEMENT'");
+                    st.execute("INSERT INTO aggregate_seq (aggregateid, seq) VALUES ('other', 1)");
+                }
+                db.insert(statements, lost);
+
+                assertThat(RouterStops.failure(router)).contains("an INSERT into outbox table " + db.outboxTable()
+                        + " reached the binlog in statement format").contains(lost.id().toString()).contains("--accept-gap");
+            }
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("the router stopped at").hasMessageContaining("statement format");
+            var after = TestEvent.of("Order", "o-1", 3);
+            try (var router = Router.start(config, true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+            RouterStops.cli("replay", "--config", file.toString(), "--id", lost.id().toString());
+            assertThat(kafka.awaitIds(Set.of(lost.id()), Duration.ofSeconds(60))).filteredOn(r -> r.id().equals(lost.id()))
+                    .allSatisfy(r -> assertThat(r.header("replayed")).isEqualTo("true"));
         }
     }
 }
