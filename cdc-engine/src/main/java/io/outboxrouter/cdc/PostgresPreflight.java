@@ -465,9 +465,7 @@ final class PostgresPreflight {
                         + (max - used) + " of max_replication_slots = " + max + " are free; fix: raise max_replication_slots "
                         + "(restart needed) or drop unused slots");
             }
-            for (int i = 0; i < pg.shards(); i++) {
-                createSlot(c, layout.slot(i));
-            }
+            startTogether(c, layout, pg.shards());
         } catch (SQLException e) {
             throw new SourceSetupException("cannot create the shards' replication slots on " + source.connection().url() + ": "
                     + e.getMessage(), e);
@@ -533,16 +531,65 @@ final class PostgresPreflight {
         }
     }
 
-    private static void createSlot(Connection c, String slot) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT pg_create_logical_replication_slot(?, 'pgoutput')")) {
+    /**
+     * Creates every shard's slot, then moves each to the last one's starting point. A slot starts once every transaction
+     * running at its creation has ended, so under long transactions the slots start seconds apart, and a transaction
+     * committed in between would reach the later shards' slots only: published in part. From one common point on, every
+     * transaction reaches all of them or none. What committed while they were created is in none: the log says so, with
+     * the replay that publishes it.
+     */
+    private static void startTogether(Connection c, Layout layout, int shards) throws SQLException {
+        long oldestRunning = Long.parseLong(scalar(c, "SELECT txid_snapshot_xmin(txid_current_snapshot())::text"));
+        var starts = new ArrayList<String>();
+        for (int i = 0; i < shards; i++) {
+            starts.add(createSlot(c, layout.slot(i)));
+        }
+        String first = starts.stream().min(PostgresPreflight::compareLsn).orElseThrow();
+        String last = starts.stream().max(PostgresPreflight::compareLsn).orElseThrow();
+        if (first.equals(last)) {
+            LOG.info("Created the {} shards' replication slots, all starting at {}", shards, last);
+            return;
+        }
+        try (var ps = c.prepareStatement("SELECT pg_replication_slot_advance(?, CAST(? AS pg_lsn))")) {
+            for (int i = 0; i < shards; i++) {
+                if (compareLsn(starts.get(i), last) < 0) {
+                    ps.setString(1, layout.slot(i));
+                    ps.setString(2, last);
+                    ps.execute();
+                }
+            }
+        }
+        LOG.warn("The {} shards' replication slots started between {} and {} (each waits for the transactions running when it is "
+                + "created); all now start at {}, so that no transaction is published in part. Transactions that committed "
+                + "while the slots were created are published by no shard; to publish them: java -jar outbox-router.jar replay "
+                + "--config <file> --from-xid {}", shards, first, last, last, oldestRunning);
+    }
+
+    private static int compareLsn(String a, String b) {
+        return Long.compareUnsigned(PostgresSource.parseLsn(a), PostgresSource.parseLsn(b));
+    }
+
+    /** Creates a slot; returns where it starts (its confirmed position). */
+    private static String createSlot(Connection c, String slot) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
             ps.setString(1, slot);
-            ps.execute();
-            LOG.info("Created replication slot {}", slot);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                LOG.info("Created replication slot {} at {}", slot, rs.getString(1));
+                return rs.getString(1);
+            }
         } catch (SQLException e) {
             if (!"42710".equals(e.getSQLState())) {
                 throw e;
             }
             LOG.info("Replication slot {} exists already", slot);
+        }
+        try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
         }
     }
 

@@ -485,4 +485,62 @@ class PostgresShardsIT {
         return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
     }
+
+    /**
+     * A first start while writers keep transactions open: each slot's creation waits for the transactions running then,
+     * so the slots are created apart, and a transaction committed in between would reach only the later shards. Every
+     * transaction reaches all shards or none; those committed once the router streams reach all.
+     */
+    @Test
+    void shardsFirstStartedBesideOpenTransactionsPublishNoTransactionInPart() throws Exception {
+        var db = newDatabase(unique("shardstart"));
+        String topics = unique("shardstart");
+        var stop = new AtomicBoolean();
+        var committed = Collections.synchronizedList(new ArrayList<List<TestEvent>>());
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        var writers = new ArrayList<Future<?>>();
+        for (int w = 0; w < 2; w++) {
+            int writer = w;
+            writers.add(pool.submit(() -> {
+                Thread.sleep(writer * 250L); // staggered: one transaction is always open
+                try (var c = db.connect()) {
+                    for (int n = 0; !stop.get(); n++) {
+                        var transaction = new ArrayList<TestEvent>();
+                        for (int k = 0; k < 8; k++) { // eight aggregates: the rows of one transaction span the shards
+                            var e = TestEvent.of("Order", "w" + writer + "-t" + n + "-a" + k, 1);
+                            db.insert(c, e);
+                            transaction.add(e);
+                        }
+                        Thread.sleep(500);
+                        c.commit();
+                        committed.add(transaction);
+                    }
+                }
+                return null;
+            }));
+        }
+        try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
+            List<List<TestEvent>> afterStart;
+            try (var router = start(yaml(db, unique("shardstart").replace('_', '-'), topics, freePort(), "shards: 4"))) {
+                int before = committed.size();
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> committed.size() >= before + 6);
+                stop.set(true);
+                for (var f : writers) {
+                    f.get();
+                }
+                afterStart = List.copyOf(committed.subList(before + 2, committed.size())); // surely after every slot
+                kafka.awaitIds(afterStart.stream().flatMap(List::stream).map(TestEvent::id).collect(java.util.stream.Collectors.toSet()),
+                        Duration.ofSeconds(60));
+                kafka.settle(Duration.ofSeconds(2));
+            } finally {
+                pool.shutdownNow();
+            }
+            var received = kafka.receivedIds();
+            var inPart = committed.stream().filter(t -> {
+                long arrived = t.stream().filter(e -> received.contains(e.id())).count();
+                return arrived > 0 && arrived < t.size();
+            }).toList();
+            assertThat(inPart).as("transactions published in part, of " + committed.size()).isEmpty();
+        }
+    }
 }
