@@ -42,6 +42,16 @@ final class PostgresPreflight {
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
+        return create(routerName, source, aggregateId);
+    }
+
+    /**
+     * Creates the heartbeat table and the publication(s) of the router's layout when missing, without checking first (a
+     * re-shard creates the next layout while the earlier one still streams).
+     *
+     * @return a shard's row filter per outbox table (for its snapshot); empty when not sharded
+     */
+    static Map<String, String> create(String routerName, SourceConfig source, String aggregateId) {
         var conn = source.connection();
         var pg = source.postgres();
         try (Connection c = conn.open()) {
@@ -277,22 +287,7 @@ final class PostgresPreflight {
      * committed since that layout last stored its position, which this layout's slots do not have.
      */
     private static Check layoutCheck(Connection c, SourceConfig.PostgresSource pg) throws SQLException {
-        String base = pg.shard() == null ? pg.slot() : pg.slot().substring(0, pg.slot().length() - pg.shard().suffix().length());
-        var layout = Pattern.compile(Pattern.quote(base) + "(?:_shard_(\\d+)_of_(\\d+))?");
-        var foreign = new ArrayList<String>();
-        try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE left(slot_name, length(?)) = ? ORDER BY slot_name")) {
-            ps.setString(1, base);
-            ps.setString(2, base);
-            try (var rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    var m = layout.matcher(rs.getString(1));
-                    int count = !m.matches() ? -1 : m.group(2) == null ? 1 : Integer.parseInt(m.group(2));
-                    if (count > 0 && count != pg.shards()) {
-                        foreign.add(rs.getString(1));
-                    }
-                }
-            }
-        }
+        var foreign = otherLayouts(c, pg).values().stream().flatMap(List::stream).toList();
         String now = pg.shards() == 1 ? "not sharded" : pg.shards() + " shards";
         if (foreign.isEmpty()) {
             return Check.pass("shard layout", "no slots of another shard layout (" + now + ")");
@@ -301,9 +296,31 @@ final class PostgresPreflight {
         return Check.fail("shard layout", "replication slot" + (foreign.size() == 1 ? " " : "s ") + String.join(", ", foreign)
                         + " of this router's earlier shard layout exist, and the router is now " + now + " (source.postgres.shards): "
                         + "what was committed since that layout last stored its position is only in " + (foreign.size() == 1 ? "that slot" : "those slots"),
-                "go back to the earlier layout; or change it without losing events: stop writing to the outbox, run the router once "
-                        + "with the earlier layout (run --once), then drop its slots (" + drop + ") and publications, and start with "
-                        + "the new layout");
+                "move the events over with `java -jar outbox-router.jar reshard --config <file>` (writers may go on writing: it "
+                        + "creates this layout's slots, runs the earlier layout until it has published everything committed before "
+                        + "they began, then drops its slots), then start the router; or go back to the earlier layout. To drop "
+                        + "the earlier layout and what only it holds instead: " + drop);
+    }
+
+    /** The slots of this router's other shard layouts (1: unsharded), by their number of shards. */
+    static Map<Integer, List<String>> otherLayouts(Connection c, SourceConfig.PostgresSource pg) throws SQLException {
+        String base = pg.shard() == null ? pg.slot() : pg.slot().substring(0, pg.slot().length() - pg.shard().suffix().length());
+        var layout = Pattern.compile(Pattern.quote(base) + "(?:_shard_(\\d+)_of_(\\d+))?");
+        var foreign = new java.util.TreeMap<Integer, List<String>>();
+        try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE left(slot_name, length(?)) = ? ORDER BY slot_name")) {
+            ps.setString(1, base);
+            ps.setString(2, base);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    var m = layout.matcher(rs.getString(1));
+                    int count = !m.matches() ? -1 : m.group(2) == null ? 1 : Integer.parseInt(m.group(2));
+                    if (count > 0 && count != pg.shards()) {
+                        foreign.computeIfAbsent(count, k -> new ArrayList<>()).add(rs.getString(1));
+                    }
+                }
+            }
+        }
+        return foreign;
     }
 
     /** A shard's prerequisites: Postgres 15+ (row filters), an aggregate id Postgres can hash, its own publication. */
@@ -539,17 +556,30 @@ final class PostgresPreflight {
      * the replay that publishes it.
      */
     private static void startTogether(Connection c, Layout layout, int shards) throws SQLException {
-        long oldestRunning = Long.parseLong(scalar(c, "SELECT txid_snapshot_xmin(txid_current_snapshot())::text"));
+        String snapshot = "SELECT txid_snapshot_xmin(s)::text || ' ' || txid_snapshot_xmax(s)::text FROM txid_current_snapshot() s";
+        String[] before = scalar(c, snapshot).split(" ");
         var starts = new ArrayList<String>();
         for (int i = 0; i < shards; i++) {
             starts.add(createSlot(c, layout.slot(i)));
         }
         String first = starts.stream().min(PostgresPreflight::compareLsn).orElseThrow();
         String last = starts.stream().max(PostgresPreflight::compareLsn).orElseThrow();
-        if (first.equals(last)) {
+        // No transaction id given out meanwhile: nothing that writes began, so nothing committed between the slots' starts.
+        boolean quiet = scalar(c, snapshot).split(" ")[1].equals(before[1]);
+        long oldestRunning = Long.parseLong(before[0]);
+        advance(c, layout, shards, starts, last);
+        if (first.equals(last) || quiet) {
             LOG.info("Created the {} shards' replication slots, all starting at {}", shards, last);
             return;
         }
+        LOG.warn("The {} shards' replication slots started between {} and {} (each waits for the transactions running when it is "
+                + "created); all now start at {}, so that no transaction is published in part. Transactions that committed "
+                + "while the slots were created are published by no shard; to publish them: java -jar outbox-router.jar replay "
+                + "--config <file> --from-xid {}", shards, first, last, last, oldestRunning);
+    }
+
+    /** Moves each slot that starts before {@code last} there. */
+    private static void advance(Connection c, Layout layout, int shards, List<String> starts, String last) throws SQLException {
         try (var ps = c.prepareStatement("SELECT pg_replication_slot_advance(?, CAST(? AS pg_lsn))")) {
             for (int i = 0; i < shards; i++) {
                 if (compareLsn(starts.get(i), last) < 0) {
@@ -559,10 +589,6 @@ final class PostgresPreflight {
                 }
             }
         }
-        LOG.warn("The {} shards' replication slots started between {} and {} (each waits for the transactions running when it is "
-                + "created); all now start at {}, so that no transaction is published in part. Transactions that committed "
-                + "while the slots were created are published by no shard; to publish them: java -jar outbox-router.jar replay "
-                + "--config <file> --from-xid {}", shards, first, last, last, oldestRunning);
     }
 
     private static int compareLsn(String a, String b) {
@@ -570,7 +596,7 @@ final class PostgresPreflight {
     }
 
     /** Creates a slot; returns where it starts (its confirmed position). */
-    private static String createSlot(Connection c, String slot) throws SQLException {
+    static String createSlot(Connection c, String slot) throws SQLException {
         try (var ps = c.prepareStatement("SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {

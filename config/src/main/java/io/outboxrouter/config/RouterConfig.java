@@ -42,6 +42,18 @@ public record RouterConfig(
                 kafka, offsets, http, debezium);
     }
 
+    /**
+     * This router with another shard layout ({@code n} shards, 1: not sharded), all run by this process, without its HTTP
+     * port: the earlier layout that a re-shard drains.
+     */
+    public RouterConfig withShards(int n) {
+        var pg = source.postgres();
+        var layout = new SourceConfig.PostgresSource(pg.slot(), pg.publication(), pg.heartbeatInterval(), pg.heartbeatTable(), n,
+                Shard.all(n), null, pg.messagePrefix());
+        return new RouterConfig(name, source.withPostgres(layout), outbox, routing, kafka, offsets, new HttpConfig(false, http.host(),
+                http.port()), debezium);
+    }
+
     /** The shard this configuration streams, when it is one shard's ({@link #shardConfigs()}). */
     public Optional<Shard> shard() {
         return Optional.ofNullable(source.postgres().shard());
