@@ -86,15 +86,17 @@ public final class CdcEngine implements AutoCloseable {
      * Checks the source database's prerequisites and that the stored position still adds up with it, then starts
      * streaming on a thread of its own.
      *
-     * @param acceptGap start even when the stored position was lost ({@link Drift}): forget it and log what is skipped
+     * @param acceptGapGivenAt when the operator said to start even when the stored position was lost ({@link Drift}): forget it
+     *                         and log what is skipped; null when not said
      * @param fence     this process's fencing token ({@code OffsetTable.nextFence}): its offset writes fail once another
      *                  process takes a newer one, and the engine stops
      * @throws SourceSetupException when the database is not set up for the router, or the position drifted; the message
      *                              names the fix
      */
-    public static CdcEngine start(RouterConfig config, Source source, ChangeHandler handler, boolean acceptGap, long fence) {
+    public static CdcEngine start(RouterConfig config, Source source, ChangeHandler handler, java.time.Instant acceptGapGivenAt,
+                                  long fence) {
         source.prepare();
-        PositionCheck.verify(config, source, acceptGap);
+        PositionCheck.verify(config, source, acceptGapGivenAt);
         source.afterPositionCheck();
         var engine = new CdcEngine(config, source, handler, fence);
         engine.thread.execute(engine::run);

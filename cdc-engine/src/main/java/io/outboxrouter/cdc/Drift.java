@@ -9,11 +9,12 @@ package io.outboxrouter.cdc;
  * @param accepted      what starting anyway does, and what is lost by it
  * @param keepsPosition accepting it keeps the stored position (a loss recorded while the router ran: the position is
  *                      still sound, only rows before it were not sent)
+ * @param recordedAt    when a loss recorded while the router ran was found; null for a drift found at start
  */
-public record Drift(String problem, String accepted, boolean keepsPosition) {
+public record Drift(String problem, String accepted, boolean keepsPosition, java.time.Instant recordedAt) {
 
     /** A drift whose acceptance resets the stored position. */
     public Drift(String problem, String accepted) {
-        this(problem, accepted, false);
+        this(problem, accepted, false, null);
     }
 }

@@ -33,10 +33,20 @@ final class PositionCheck {
             if (drift.isPresent()) {
                 return gap.map(g -> new Drift(g + "; and " + drift.get().problem(), drift.get().accepted())).or(() -> drift);
             }
-            return gap.map(g -> new Drift(g, "go on from the stored position (the rows it names reach Kafka only by replay)", true));
+            return gap.map(g -> new Drift(g, "go on from the stored position (the rows it names reach Kafka only by replay)", true,
+                    table.gap(config.name()).map(PositionCheck::detected).orElse(null)));
         } catch (SQLException e) {
             throw new SourceSetupException("cannot compare router " + config.name() + "'s stored position with the source: "
                     + e.getMessage(), e);
+        }
+    }
+
+    /** When a recorded loss was found; null when unreadable. */
+    private static java.time.Instant detected(String json) {
+        try {
+            return java.time.Instant.parse(JSON.readTree(json).path("detected").asText());
+        } catch (java.io.IOException | java.time.format.DateTimeParseException e) {
+            return null;
         }
     }
 
@@ -53,13 +63,21 @@ final class PositionCheck {
     }
 
     /**
-     * @param acceptGap start anyway: repair the state and log, as an error, what is lost
+     * @param acceptGapGivenAt when the operator said to start anyway (repair the state and log, as an error, what is lost);
+     *                         null when not said
      * @throws SourceSetupException on a drift, unless accepted
      */
-    static void verify(RouterConfig config, Source source, boolean acceptGap) {
+    static void verify(RouterConfig config, Source source, java.time.Instant acceptGapGivenAt) {
+        boolean acceptGap = acceptGapGivenAt != null;
         var drift = find(config, source);
         if (drift.isEmpty()) {
             return;
+        }
+        if (acceptGap && drift.get().recordedAt() != null && drift.get().recordedAt().isAfter(acceptGapGivenAt)) {
+            // --accept-gap accepts what the operator saw before giving it, not a loss recorded since (by the process this
+            // one stood by for).
+            throw new SourceSetupException(drift.get().problem() + ". This was recorded after --accept-gap was given to this "
+                    + "process, so it does not accept it: read it, then start the router again with --accept-gap");
         }
         if (!acceptGap) {
             throw new SourceSetupException(drift.get().problem() + ". The router does not start over on its own. To accept this and "
@@ -70,6 +88,8 @@ final class PositionCheck {
             if (drift.get().keepsPosition()) {
                 var entries = new java.util.HashMap<String, String>();
                 entries.put(OffsetTable.GAP_KEY, null);
+                // The rows to replay are older than the stored position: retention would take them for published.
+                entries.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow());
                 table.write(config.name(), entries);
             } else {
                 source.resetPosition(table, config.name());

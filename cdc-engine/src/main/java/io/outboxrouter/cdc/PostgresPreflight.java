@@ -124,6 +124,7 @@ final class PostgresPreflight {
             } else {
                 checks.addAll(shardChecks(c, routerName, source, aggregateId));
             }
+            publishedRowsCheck(c, source.postgres().publication(), source.tables(), columns).ifPresent(checks::add);
         } catch (SQLException e) {
             checks.add(Check.connectionFailed(conn.url(), e));
         }
@@ -300,6 +301,60 @@ final class PostgresPreflight {
                         + "creates this layout's slots, runs the earlier layout until it has published everything committed before "
                         + "they began, then drops its slots), then start the router; or go back to the earlier layout. To drop "
                         + "the earlier layout and what only it holds instead: " + drop);
+    }
+
+    /**
+     * An existing publication must publish the outbox tables' inserts with every column the router reads (a Postgres 15+
+     * column list may leave some out): else each row would reach the router without them, or not at all.
+     */
+    private static Optional<Check> publishedRowsCheck(Connection c, String publication, List<String> tables, Collection<String> columns)
+            throws SQLException {
+        if (tables.isEmpty()) {
+            return Optional.empty();
+        }
+        Boolean inserts = null;
+        try (var ps = c.prepareStatement("SELECT pubinsert FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, publication);
+            try (var rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    inserts = rs.getBoolean(1);
+                }
+            }
+        }
+        if (inserts == null) {
+            return Optional.empty();
+        }
+        if (!inserts) {
+            return Optional.of(Check.fail("published rows", "publication " + publication + " does not publish inserts",
+                    "ALTER PUBLICATION " + publication + " SET (publish = 'insert')"));
+        }
+        if (Integer.parseInt(scalar(c, "SHOW server_version_num")) < 150000) {
+            return Optional.empty();
+        }
+        for (String t : tables) {
+            int dot = t.indexOf('.');
+            try (var ps = c.prepareStatement("SELECT attnames::text[] FROM pg_publication_tables WHERE pubname = ? AND schemaname = ? "
+                    + "AND tablename = ?")) {
+                ps.setString(1, publication);
+                ps.setString(2, t.substring(0, dot));
+                ps.setString(3, t.substring(dot + 1));
+                try (var rs = ps.executeQuery()) {
+                    if (!rs.next() || rs.getArray(1) == null) {
+                        continue;
+                    }
+                    var listed = Set.of((String[]) rs.getArray(1).getArray());
+                    var missing = columns.stream().filter(col -> !listed.contains(col)).toList();
+                    if (!missing.isEmpty()) {
+                        var list = columns(c, t).stream().filter(col -> listed.contains(col) || columns.contains(col)).toList();
+                        return Optional.of(Check.fail("published rows", "publication " + publication + " publishes " + t + " without "
+                                + "column(s) " + String.join(", ", missing) + " that the router reads (its column list)",
+                                "ALTER PUBLICATION " + publication + " SET TABLE " + t + " (" + String.join(", ", list) + ")"));
+                    }
+                }
+            }
+        }
+        return Optional.of(Check.pass("published rows", "publication " + publication + " publishes the inserts of "
+                + String.join(", ", tables) + " with every column the router reads"));
     }
 
     /** The slots of this router's other shard layouts (1: unsharded), by their number of shards. */

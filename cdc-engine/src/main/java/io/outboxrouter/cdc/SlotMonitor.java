@@ -3,7 +3,6 @@ package io.outboxrouter.cdc;
 import io.outboxrouter.config.SourceConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayDeque;
 import java.util.Collection;
 import java.time.Instant;
 import java.util.concurrent.Executors;
@@ -29,8 +28,8 @@ public final class SlotMonitor implements AutoCloseable {
     static final String HEARTBEAT_PREFIX = "outbox-router.heartbeat";
     /** WAL written past the slot's position before a heartbeat is sent: an idle database is left idle (no heartbeat of its own). */
     private static final long HEARTBEAT_AFTER_BYTES = 64 * 1024;
-    /** Looks kept to bound what an invalidated slot lost: about the last hour of WAL positions, one per look that moved. */
-    private static final int LOOKS_KEPT = 2048;
+    /** Looks that fail in a row before the watch says, as a warning, that it is blind. */
+    private static final int FAILED_LOOKS_WARNED = 15;
     /** A half-open connection fails in seconds: the engine-failure path and the lock's thread measure too. */
     private static final java.util.Properties TIMEOUTS = new java.util.Properties();
 
@@ -49,16 +48,15 @@ public final class SlotMonitor implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final Consumer<SourceSetupException> drift;
     private final PublicationWatch watch;
-    /** Looks that found everything in order, oldest first: the WAL position and the oldest running xid of each. */
-    private final ArrayDeque<PublicationWatch.Look> looks = new ArrayDeque<>();
-    /** The publication's oid when first seen; null until it exists (a first start creates it after this starts). */
-    private Long publicationOid;
+    private final LostRange lost = new LostRange();
     private SourceSetupException drifted;
     private volatile boolean watching;
+    private volatile boolean closed;
     private boolean baselined;
     /** Whether the server's pgoutput carries logical decoding messages; null until asked. */
     private Boolean messages;
     private Connection watchConnection;
+    private int failedLooks;
 
     /**
      * @param columns the columns the router reads from each outbox table
@@ -73,8 +71,17 @@ public final class SlotMonitor implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        timer.scheduleAtFixedRate(this::measure, 0, PERIOD_SECONDS, TimeUnit.SECONDS);
-        timer.scheduleWithFixedDelay(this::watch, WATCH_MILLIS, WATCH_MILLIS, TimeUnit.MILLISECONDS);
+        timer.scheduleAtFixedRate(() -> guarded(this::measure), 0, PERIOD_SECONDS, TimeUnit.SECONDS);
+        timer.scheduleWithFixedDelay(() -> guarded(this::watchAndReport), WATCH_MILLIS, WATCH_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** A scheduled task that throws is never run again: whatever goes wrong is logged, and the next run tries anew. */
+    private static void guarded(Runnable task) {
+        try {
+            task.run();
+        } catch (RuntimeException e) {
+            LOG.warn("Slot monitor: {}", e.toString(), e);
+        }
     }
 
     /** The WAL the slot retains, as last measured; negative before the first measurement or without a slot. */
@@ -94,26 +101,30 @@ public final class SlotMonitor implements AutoCloseable {
      */
     public void measureNow() {
         measure();
-        watch();
+        watchAndReport();
     }
 
     /** This process streams from now on: the catalog as it is now is the one to keep (a standby watches nothing). */
-    public synchronized void watchFromNow() {
-        publicationOid = null;
-        drifted = null;
-        baselined = false;
-        looks.clear();
-        watching = true;
-        measure();
-        watch();
+    public void watchFromNow() {
+        synchronized (this) {
+            drifted = null;
+            baselined = false;
+            lost.clear();
+            watching = true;
+        }
+        measureNow();
     }
 
     /** This process no longer streams (its lock was lost): whatever the streaming process does is not drift here. */
-    public void stopWatching() {
+    public synchronized void stopWatching() {
         watching = false;
+        closeWatchConnection();
     }
 
     private synchronized void measure() {
+        if (closed) {
+            return;
+        }
         String slot = source.postgres().slot();
         try (var c = source.connection().open(TIMEOUTS);
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
@@ -153,7 +164,7 @@ public final class SlotMonitor implements AutoCloseable {
             return;
         }
         try (var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?) FROM pg_replication_slots "
-                + "WHERE slot_name = ? AND pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) > " + HEARTBEAT_AFTER_BYTES)) {
+                + "WHERE slot_name = ? AND pg_wal_lsn_diff(pg_current_wal_insert_lsn(), confirmed_flush_lsn) > " + HEARTBEAT_AFTER_BYTES)) {
             ps.setString(1, HEARTBEAT_PREFIX);
             ps.setString(2, now.slot());
             ps.setString(3, now.slot());
@@ -161,82 +172,52 @@ public final class SlotMonitor implements AutoCloseable {
         }
     }
 
-    private synchronized void watch() {
-        if (!watching || drifted != null) {
-            return;
+    /** Looks at the catalog; a change is reported outside the monitor's lock (recording it writes to the offsets table). */
+    private void watchAndReport() {
+        var found = watch();
+        if (found != null) {
+            drift.accept(found);
+        }
+    }
+
+    private synchronized SourceSetupException watch() {
+        if (!watching || closed || drifted != null) {
+            return null;
         }
         try {
             if (watchConnection == null) {
                 watchConnection = source.connection().open(TIMEOUTS);
             }
-            var c = watchConnection;
-            try (var pub = c.prepareStatement("SELECT oid::bigint FROM pg_publication WHERE pubname = ?")) {
-                pub.setString(1, source.postgres().publication());
-                try (var rs = pub.executeQuery()) {
-                    watchPublication(rs.next() ? rs.getLong(1) : null);
-                }
-            }
-            if (drifted != null) {
-                return;
-            }
             if (!baselined) {
-                watch.baseline(c);
+                watch.baseline(watchConnection);
                 baselined = true;
             }
-            var look = watch.look(c);
+            var look = watch.look(watchConnection);
+            if (failedLooks >= FAILED_LOOKS_WARNED) {
+                LOG.info("The watch of slot {} and its publication works again", source.postgres().slot());
+            }
+            failedLooks = 0;
             if (look.change().isPresent()) {
                 var change = look.change().get();
-                report("While the router ran, " + change.problem() + ". " + lostRange(change.lostAfterLsn()) + " Fix: "
-                        + change.fix() + (change.lostAfterLsn() == null ? ", then start the router once with run --accept-gap" : "")
+                drifted = new SourceSetupException("While the router ran, " + change.problem() + ". " + lost.describe(change.lostAfterLsn())
+                        + " Fix: " + change.fix() + (change.lostAfterLsn() == null ? ", then start the router once with run --accept-gap" : "")
                         + " (the router refuses to start until then); then publish the rows named above with replay.");
-                return;
+                closeWatchConnection();
+                return drifted;
             }
-            if (looks.isEmpty() || looks.getLast().walLsn() != look.walLsn()) {
-                looks.addLast(look);
-                if (looks.size() > LOOKS_KEPT) {
-                    looks.removeFirst();
-                }
+            if (look.clean()) {
+                lost.add(look);
             }
         } catch (SQLException e) {
-            LOG.debug("Could not watch the publication of slot {}: {}", source.postgres().slot(), e.getMessage());
             closeWatchConnection();
-        }
-    }
-
-    /**
-     * The rows that may not be published, as a replay: those written by transactions from the oldest one running at the
-     * last look that found everything in order; for a slot whose WAL is gone, the last such look at or before its confirmed
-     * position {@code lostAfterLsn}.
-     */
-    private String lostRange(Long lostAfterLsn) {
-        PublicationWatch.Look from = looks.isEmpty() ? null : looks.getLast();
-        if (lostAfterLsn != null) {
-            long confirmed = lostAfterLsn;
-            from = null;
-            for (var it = looks.descendingIterator(); it.hasNext(); ) {
-                var look = it.next();
-                if (confirmed >= 0 && Long.compareUnsigned(look.walLsn(), confirmed) <= 0) {
-                    from = look;
-                    break;
-                }
+            if (++failedLooks == FAILED_LOOKS_WARNED) {
+                LOG.warn("Cannot watch slot {} and its publication for {} s (a change there would go unnoticed until this works "
+                        + "again): {}", source.postgres().slot(), FAILED_LOOKS_WARNED * WATCH_MILLIS / 1000, e.getMessage());
+            } else {
+                LOG.debug("Could not watch the publication of slot {}: {}", source.postgres().slot(), e.getMessage());
             }
         }
-        if (from == null) {
-            return "Rows that may not be published: those committed after the router's stored position (offsets show prints when "
-                    + "it was updated); publish the rows still in the outbox table again with replay --since <a time before it, by "
-                    + "the longest transaction your writers run>.";
-        }
-        return "Rows that may not be published: those written by transactions from xid " + from.oldestXid() + " on (the oldest "
-                + "transaction running when the router last found everything in order, at WAL position "
-                + SourcePositions.formatLsn(from.walLsn()) + "); publish the ones still in the outbox table again with: java -jar "
-                + "outbox-router.jar replay --config <file> --from-xid " + from.oldestXid() + " (rows published already may come "
-                + "again, and consumers drop them by the id header; rows deleted since cannot be published again).";
-    }
-
-    private void report(String message) {
-        drifted = new SourceSetupException(message);
-        closeWatchConnection();
-        drift.accept(drifted);
+        return null;
     }
 
     private void closeWatchConnection() {
@@ -250,26 +231,9 @@ public final class SlotMonitor implements AutoCloseable {
         }
     }
 
-    private void watchPublication(Long oid) {
-        if (publicationOid == null) {
-            publicationOid = oid;
-            return;
-        }
-        if (publicationOid.equals(oid)) {
-            return;
-        }
-        String publication = source.postgres().publication();
-        String slot = source.postgres().slot();
-        report("publication " + publication + " was dropped" + (oid == null ? "" : " and created again")
-                + " while the router ran: slot " + slot + " cannot decode the changes written since (pgoutput looks the publication up "
-                + "as it was when each change was written), so the router stops rather than go past them. " + lostRange(null)
-                + " Fix: drop the slot (SELECT pg_drop_replication_slot('" + slot + "'))" + (oid == null ? "" : " and the new "
-                + "publication (DROP PUBLICATION " + publication + ")") + ", then start once with run --accept-gap, which creates the "
-                + "publication, then the slot; then publish the rows named above with replay.");
-    }
-
     @Override
     public void close() {
+        closed = true;
         timer.shutdownNow();
         synchronized (this) {
             closeWatchConnection();

@@ -108,6 +108,19 @@ public final class RouterConfigLoader {
     public record Routing(List<String> tables, String messagePrefix, OutboxConfig outbox, RoutingConfig routing) {
     }
 
+    /** The router writes messages of its own under {@code outbox-router.} (drain markers, heartbeats): never events. */
+    private static void checkMessagePrefix(ConfigNode messages, String prefix) {
+        if (prefix == null) {
+            return;
+        }
+        if (!MESSAGE_PREFIX.matcher(prefix).matches()) {
+            messages.problem(messages.key("prefix"), "must be 1 to 64 letters, digits or any of _.:/- (was \"" + prefix + "\")");
+        } else if (prefix.startsWith("outbox-router.")) {
+            messages.problem(messages.key("prefix"), "must not begin with outbox-router., the prefix of the router's own messages "
+                    + "(was \"" + prefix + "\")");
+        }
+    }
+
     /**
      * Reads {@code source.tables}, {@code source.postgres.messages.prefix}, {@code outbox.*} and {@code routing.*} as the router
      * reads them (same keys, defaults and messages), from a tree of maps, lists and strings; any other key is unknown.
@@ -126,9 +139,7 @@ public final class RouterConfigLoader {
         }
         var messages = source.child("postgres").child("messages");
         String prefix = messages.optionalString("prefix").orElse(null);
-        if (prefix != null && !MESSAGE_PREFIX.matcher(prefix).matches()) {
-            messages.problem(messages.key("prefix"), "must be 1 to 64 letters, digits or any of _.:/- (was \"" + prefix + "\")");
-        }
+        checkMessagePrefix(messages, prefix);
         var outbox = outbox(top.child("outbox"));
         var routing = routing(top.child("routing"), outbox);
         top.rejectUnknown();
@@ -197,9 +208,7 @@ public final class RouterConfigLoader {
         var pg = n.child("postgres");
         var messages = pg.child("messages");
         String messagePrefix = messages.optionalString("prefix").orElse(null);
-        if (messagePrefix != null && !MESSAGE_PREFIX.matcher(messagePrefix).matches()) {
-            messages.problem(messages.key("prefix"), "must be 1 to 64 letters, digits or any of _.:/- (was \"" + messagePrefix + "\")");
-        }
+        checkMessagePrefix(messages, messagePrefix);
         if (messagePrefix != null && kind.isBinlog()) {
             messages.problem(messages.key("prefix"), "logical decoding messages are Postgres's (pg_logical_emit_message); a "
                     + ConfigNode.lower(kind) + " source has none (remove it)");

@@ -46,7 +46,8 @@ final class SourceStream implements AutoCloseable {
     private final RouterMetrics metrics;
     private final ScheduledExecutorService timer;
     private final Leadership leadership;
-    private final boolean acceptGap;
+    /** When the operator said {@code --accept-gap}; null when not said. */
+    private final java.time.Instant acceptGapGivenAt;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final Optional<SlotMonitor> monitor;
     private final Optional<StatementInsertWatch> statementInserts;
@@ -60,7 +61,7 @@ final class SourceStream implements AutoCloseable {
     private SourceStream(RouterConfig config, Source source, java.util.function.Function<EventSink, OutboxBatchHandler> handlers,
                          RouterMetrics metrics, boolean acceptGap) {
         this.config = config;
-        this.acceptGap = acceptGap;
+        this.acceptGapGivenAt = acceptGap ? java.time.Instant.now() : null;
         this.source = source;
         this.handlers = handlers;
         if (!config.kafka().exactlyOnce()) {
@@ -156,7 +157,7 @@ final class SourceStream implements AutoCloseable {
                 }
             }
             // --accept-gap is for the start it was given to, not for a later take-over.
-            var started = CdcEngine.start(config, source, handler, acceptGap && !activatedBefore, fence);
+            var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
             activatedBefore = true;
             engine = started;
             monitor.ifPresent(SlotMonitor::watchFromNow); // the publication as the engine starts with it, to tell if it changes

@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
  * decode a statement into rows, logs a warning and goes past it, and its rows are never published. Debezium offers no
  * setting or hook for this, so the watch listens to that warning (an appender on the reader's logger, for this router's
  * connector only) and reports the statements that write to an outbox table; UPDATEs and DELETEs publish nothing anyway.
+ * A statement that begins with a comment is not seen: Debezium hands it to its DDL parser instead, without a warning.
  */
 final class StatementInsertWatch extends AppenderBase<ILoggingEvent> {
     /** The logger of Debezium's binlog reader, shared by its MySQL and MariaDB connectors. */
@@ -25,7 +26,7 @@ final class StatementInsertWatch extends AppenderBase<ILoggingEvent> {
     private static final String WARNING = "Received DML";
     /** The insert's target: {@code INSERT [LOW_PRIORITY|DELAYED|HIGH_PRIORITY] [IGNORE] [INTO] target}, MariaDB's prefix allowed. */
     private static final Pattern INSERT = Pattern.compile("^\\s*(?:SET\\s+STATEMENT\\s+.*?\\s+FOR\\s+)?(?:INSERT|REPLACE)\\s+"
-            + "(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY)\\s+)?(?:IGNORE\\s+)?(?:INTO\\s+)?([`\"\\w$.]+)",
+            + "(?:/\\*.*?\\*/\\s*)*(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY)\\s+)?(?:IGNORE\\s+)?(?:INTO\\s+)?([`\"\\w$.]+)",
             Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
     private static final int SHOWN = 400;
 
@@ -48,6 +49,8 @@ final class StatementInsertWatch extends AppenderBase<ILoggingEvent> {
     /** Attaches to the reader's logger when Logback is the SLF4J binding; empty when it is not (nothing to listen to). */
     static Optional<StatementInsertWatch> attach(String connectorName, List<String> tables, Consumer<String> stop) {
         if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
+            LoggerFactory.getLogger(StatementInsertWatch.class).warn("Router {}: logging is not Logback, so an outbox INSERT that "
+                    + "reaches the binlog in statement format is not noticed (Debezium skips it with a warning)", connectorName);
             return Optional.empty();
         }
         var watch = new StatementInsertWatch(connectorName, tables, stop);
@@ -74,11 +77,18 @@ final class StatementInsertWatch extends AppenderBase<ILoggingEvent> {
         if (target.isEmpty()) {
             return;
         }
-        reported = true;
         String shown = sql.length() > SHOWN ? sql.substring(0, SHOWN) + "..." : sql;
+        if (reported) {
+            // The router is stopping; what the reader passes meanwhile is named too.
+            LoggerFactory.getLogger(StatementInsertWatch.class).error("Router {}: another INSERT into outbox table {} in statement "
+                    + "format, not published either: {}", connectorName, target.get(), shown);
+            return;
+        }
+        reported = true;
         stop.accept("an INSERT into outbox table " + target.get() + " reached the binlog in statement format (a session ran with "
                 + "binlog_format STATEMENT or MIXED), which Debezium cannot decode into rows, so its rows were not published: "
-                + shown + ". Rows that may not be published: those this statement inserted. Fix: keep the writers' sessions on "
+                + shown + ". Rows that may not be published: those this statement inserted, and those of any other such "
+                + "statement read before the router stopped (each logged as an error). Fix: keep the writers' sessions on "
                 + "binlog_format ROW (no SET binlog_format in the application or its connection pool, and no privilege to change "
                 + "it: SUPER, BINLOG ADMIN or SYSTEM_VARIABLES_ADMIN), then start the router once with run --accept-gap (it refuses "
                 + "to start until then), then publish the statement's rows again with replay (--id for each event id it "

@@ -40,7 +40,7 @@ class StatementInsertWatchTest {
     void everySpellingOfAnInsertIntoTheTableCounts() {
         for (String sql : List.of("insert ignore into `shop`.`outbox` values ('e')", "REPLACE outbox_binary SET id = 'e'",
                 "SET STATEMENT max_statement_time=60 FOR INSERT INTO shop.outbox VALUES ('e')",
-                "  INSERT LOW_PRIORITY INTO `OUTBOX` SELECT * FROM staging")) {
+                "  INSERT LOW_PRIORITY INTO `OUTBOX` SELECT * FROM staging", "INSERT /*+ NO_RANGE_OPTIMIZATION(t) */ INTO outbox VALUES ('e')")) {
             stops.clear();
             var again = StatementInsertWatch.attach("orders-" + sql.length(), List.of("shop.outbox", "shop.outbox_binary"),
                     stops::add).orElseThrow();
