@@ -90,7 +90,9 @@ ensure_chroot() {
         log "building the MySQL chroot in $CHROOT from $mirror (once; about 50 s and 470 MB)"
         started=$SECONDS
         # The sid index on some mirrors is a dated snapshot, which apt would refuse as expired.
-        mmdebstrap --variant=apt --include=mysql-server \
+        # mysqld and the client only: the mysql-server package's maintainer script, which sets up a system service, can
+        # fail in a chroot, and nothing here uses what it sets up.
+        mmdebstrap --variant=apt --include=mysql-server-core,mysql-client \
             --aptopt='Acquire::Check-Valid-Until "false"' \
             --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
             --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -146,7 +148,8 @@ env_lines() {
 launch() {
     local port=$1 dir
     dir=$(inst_dir "$port")
-    mkdir -p "$CHROOT/run/mysqld"
+    # run/mysqld for the sockets; var/lib/mysql-files is mysqld's default --secure-file-priv, which it refuses to start without.
+    mkdir -p "$CHROOT/run/mysqld" "$CHROOT/var/lib/mysql-files"
     # Left by a killed mysqld; a new one refuses to start while the lock names a pid that still exists (a zombie).
     rm -f "$CHROOT$(socket_of "$port")" "$CHROOT$(socket_of "$port").lock"
     setsid chroot "$CHROOT" /usr/sbin/mysqld --no-defaults --user=root --datadir="$INSTANCES/$port/data" \
