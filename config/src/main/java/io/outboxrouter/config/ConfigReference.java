@@ -23,7 +23,7 @@ public final class ConfigReference {
             new Entry("source.tables", "`[public.outbox]`; MySQL/MariaDB: `[<database>.outbox]`", "qualified outbox tables; all use the column names below (none needed with `source.postgres.messages.prefix`)"),
             new Entry("source.postgres.slot", "name, `-` as `_`", "replication slot, created on first start"),
             new Entry("source.postgres.publication", "name, `-` as `_`", "publication; created with only `source.tables` when missing, used as it is when it exists"),
-            new Entry("source.postgres.heartbeat-interval", "`0s` (off)", "how often the router writes its heartbeat row, so that a quiet outbox on a busy database does not pin WAL, e.g. `10s`"),
+            new Entry("source.postgres.heartbeat-interval", "`0s` (off)", "how often the router writes a heartbeat row, e.g. `10s`: on Postgres 13 and older, so that a quiet outbox on a busy database does not pin WAL (from 14 on the router's heartbeat message does that with no setting)"),
             new Entry("source.postgres.heartbeat-table", "`public.outbox_router_heartbeat`", "the heartbeat row's table: created when missing, and it must be in the publication (added when the router creates it)"),
             new Entry("source.postgres.shards", "`1`", "Postgres 15+: split the outbox over this many replication slots by a hash of the aggregate id (each shard its own slot `<slot>_shard_<i>_of_<N>`, publication, offsets, lock and engine thread, in this process); order per aggregate is kept. See Sharding"),
             new Entry("source.postgres.shard", "all", "`i/N`: run only shard i (from 0) of N in this process, for one process per shard"),
