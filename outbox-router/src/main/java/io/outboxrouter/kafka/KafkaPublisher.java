@@ -55,8 +55,7 @@ public final class KafkaPublisher implements EventSink {
     private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
     /** Topics and partitions a record of this publisher was acknowledged on: not new any more. Engine thread only. */
-    private final Set<String> writtenTopics = new HashSet<>();
-    private final Set<TopicPartition> written = new HashSet<>();
+    private final NewPartitions written = new NewPartitions();
 
     /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
     public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
@@ -102,6 +101,8 @@ public final class KafkaPublisher implements EventSink {
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        // Kafka's default is 32 MB, a quarter of a small heap, and a producer never gives back what it once took.
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(defaultBufferMemory()));
         p.putAll(kafka.producer());
         // Not overridable (the config loader refuses other values): the delivery guarantees depend on them.
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
@@ -114,17 +115,28 @@ public final class KafkaPublisher implements EventSink {
         return p;
     }
 
+    /** The producer's buffer unless {@code kafka.producer.buffer.memory} says otherwise: an eighth of the heap, at most 32 MB. */
+    static long defaultBufferMemory() {
+        return Math.max(4L << 20, Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 8));
+    }
+
     @Override
     public Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record) {
         return refusesForSize(record, maxRequestBytes);
     }
 
-    /** Why a producer with this {@code max.request.size} refuses the record, estimated before sending; empty when it fits. */
-    static Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record, int maxRequestBytes) {
+    /** About what a record takes in memory and on the wire: its bytes, headers and Kafka's record overhead. */
+    static long sizeOf(ProducerRecord<byte[], byte[]> record) {
         long size = RECORD_OVERHEAD_BYTES + length(record.key()) + length(record.value());
         for (var h : record.headers()) {
             size += h.key().getBytes(StandardCharsets.UTF_8).length + length(h.value()) + 10;
         }
+        return size;
+    }
+
+    /** Why a producer with this {@code max.request.size} refuses the record, estimated before sending; empty when it fits. */
+    static Optional<String> refusesForSize(ProducerRecord<byte[], byte[]> record, int maxRequestBytes) {
+        long size = sizeOf(record);
         return size <= maxRequestBytes ? Optional.empty() : Optional.of("the record is about " + size + " bytes, more than the producer's "
                 + "max.request.size (" + maxRequestBytes + ")");
     }
@@ -178,9 +190,8 @@ public final class KafkaPublisher implements EventSink {
      * publisher has not written yet, in batch order. Sent alone and acknowledged before the rest of the batch, so that a
      * new partition never has two produce requests of ours in flight: a broker that has not yet applied a topic's
      * creation refuses the first with NOT_LEADER_OR_FOLLOWER, may append the second, and then refuses every retry of
-     * the first as out of sequence until the delivery timeout (KAFKA-15591: a plain producer loses those records; this
-     * router sent the batch again after a minute, with duplicates). Costs at most two round trips for a batch that
-     * reaches new partitions.
+     * the first as out of sequence until the delivery timeout (KAFKA-15591, see {@link NewPartitions}). Costs at most two
+     * round trips for a batch that reaches new partitions.
      */
     private List<Integer> firstRecordsOfNewPartitions(List<ProducerRecord<byte[], byte[]>> records, boolean[] sent) {
         var firsts = new ArrayList<Integer>();
@@ -190,28 +201,12 @@ public final class KafkaPublisher implements EventSink {
             if (sent[i]) {
                 continue;
             }
-            Object where = partitionOf(records.get(i), partitionCounts);
-            if (where instanceof TopicPartition tp ? !written.contains(tp) && seen.add(tp) : !writtenTopics.contains(where) && seen.add(where)) {
+            Object where = written.where(producer, records.get(i), partitionCounts);
+            if (written.isNew(where) && seen.add(where)) {
                 firsts.add(i);
             }
         }
         return firsts;
-    }
-
-    /** Where a record goes as the default partitioner places it, or its topic while the topic's metadata is unknown. */
-    private Object partitionOf(ProducerRecord<byte[], byte[]> record, Map<String, Integer> partitionCounts) {
-        if (!writtenTopics.contains(record.topic())) {
-            return record.topic();
-        }
-        if (record.partition() != null) {
-            return new TopicPartition(record.topic(), record.partition());
-        }
-        // Known without waiting: a record of the topic was acknowledged. Asked once per topic and batch.
-        int partitions = partitionCounts.computeIfAbsent(record.topic(), t -> producer.partitionsFor(t).size());
-        if (record.key() == null || partitions == 0) {
-            return record.topic(); // spread by the producer: nothing to warm up per partition
-        }
-        return new TopicPartition(record.topic(), Utils.toPositive(Utils.murmur2(record.key())) % partitions);
     }
 
     /** Sends the records at {@code indexes} in order, flushes, and waits for every ack; refused ones by their batch index. */
@@ -228,9 +223,7 @@ public final class KafkaPublisher implements EventSink {
         for (int k = 0; k < acks.size(); k++) {
             int i = indexes.get(k);
             try {
-                var metadata = acks.get(k).get();
-                writtenTopics.add(metadata.topic());
-                written.add(new TopicPartition(metadata.topic(), metadata.partition()));
+                written.written(acks.get(k).get());
             } catch (ExecutionException e) {
                 Exception cause = e.getCause() instanceof Exception c ? c : e;
                 if (cause instanceof RecordTooLargeException) {

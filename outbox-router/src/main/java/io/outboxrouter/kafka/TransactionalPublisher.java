@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -35,8 +35,9 @@ import org.slf4j.LoggerFactory;
  * The exactly-once sink: a transactional producer. Records are sent into an open Kafka transaction as they come;
  * {@link #commit} adds the source position after them to the offsets topic and commits, so that a consumer reading
  * {@code read_committed} sees the records exactly when the position that covers them is stored. A failed transaction is
- * aborted and sent again, whole and in order, in a new one (the records of the open transaction are kept until it
- * commits), with capped backoff until the retry budget is spent.
+ * aborted and sent again, whole and in order, in a new one, with capped backoff until the retry budget is spent; its
+ * records are kept for that up to a sixteenth of the heap, and a failed transaction larger than that stops the stream,
+ * which resumes from the position committed last (memory does not grow with the source transaction).
  *
  * <p>{@link #activate} makes a new producer and calls {@code initTransactions()}, which bumps the producer epoch of the
  * stream's {@code transactional.id}: a process that still thinks it streams (paused, partitioned) is fenced, and its
@@ -48,6 +49,7 @@ public final class TransactionalPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionalPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
     private static final String DEFAULT_MAX_REQUEST = "1048576";
+    private static final long FLUSH_EVERY_BYTES = 4L << 20;
 
     /** This process no longer owns the stream's transactional id: another one started it, or its transaction timed out. */
     public static final class FencedOutException extends KafkaException {
@@ -79,9 +81,23 @@ public final class TransactionalPublisher implements EventSink {
     private KafkaException failed;
     /** commitTransaction timed out: the producer allows only that call again (it may have committed). */
     private boolean commitPending;
-    /** The records of the open transaction, in send order, with the acknowledgement of each. */
+    /**
+     * The records of the open transaction, in send order, kept to send again after an abort while they take at most
+     * {@link #resendCapBytes}; a larger transaction keeps none (its memory would grow with the source transaction), and
+     * one that fails stops the stream, which resumes from the position committed last.
+     */
     private final List<ProducerRecord<byte[], byte[]>> pending = new ArrayList<>();
-    private final List<CompletableFuture<?>> acks = new ArrayList<>();
+    private long pendingBytes;
+    private boolean resendable = true;
+    private final long resendCapBytes;
+    /** Records sent into the open transaction. */
+    private long sent;
+    /** Bytes sent since the last flush: past {@link #FLUSH_EVERY_BYTES} the producer is flushed, so that sends wait for the broker. */
+    private long unflushedBytes;
+    /** The first error of a record of the open transaction, per topic; written by the producer's I/O thread. */
+    private final Map<String, Exception> recordErrors = new ConcurrentHashMap<>();
+    /** Partitions this producer wrote: a new one's first record is acknowledged before any other is sent to it. */
+    private NewPartitions written = new NewPartitions();
 
     /**
      * @param streamName the stream (router or shard) name: the engine name in the offsets topic's keys, and its
@@ -114,6 +130,7 @@ public final class TransactionalPublisher implements EventSink {
         this.listener = listener;
         this.probe = probe;
         this.maxRequestBytes = maxRequestBytes;
+        this.resendCapBytes = Runtime.getRuntime().maxMemory() / 16;
     }
 
     /**
@@ -179,6 +196,7 @@ public final class TransactionalPublisher implements EventSink {
                         throw classify(e);
                     }
                     producer = p;
+                    written = new NewPartitions();
                     return null;
                 });
     }
@@ -195,18 +213,54 @@ public final class TransactionalPublisher implements EventSink {
     @Override
     public List<Refused> send(List<ProducerRecord<byte[], byte[]>> records) {
         requireActive();
+        var partitionCounts = new HashMap<String, Integer>();
         for (var record : records) {
-            pending.add(record);
+            keep(record);
             if (failed == null) {
                 try {
                     begin();
-                    acks.add(sendOne(record));
+                    sendOne(record, partitionCounts);
                 } catch (KafkaException e) {
                     failed = e; // sent again in a new transaction at commit
                 }
             }
+            if (!resendable && (failed != null || !recordErrors.isEmpty())) {
+                throw cannotResend(failed != null ? failed : recordErrors.values().iterator().next());
+            }
         }
         return List.of();
+    }
+
+    private void keep(ProducerRecord<byte[], byte[]> record) {
+        sent++;
+        if (!resendable) {
+            return;
+        }
+        pending.add(record);
+        pendingBytes += KafkaPublisher.sizeOf(record);
+        if (pendingBytes > resendCapBytes) {
+            LOG.info("The Kafka transaction of {} passed {} MB: its records are no longer kept to send again (a failure now stops "
+                    + "the stream, which resumes from the position committed last)", transactionalId, resendCapBytes >> 20);
+            pending.clear();
+            pendingBytes = 0;
+            resendable = false;
+        }
+    }
+
+    /** A failed transaction too large to have been kept: aborted, and the stream stops; it resumes from the last commit. */
+    private UnrecoverableException cannotResend(Exception cause) {
+        if (inTransaction) {
+            try {
+                producer.abortTransaction();
+                inTransaction = false;
+                listener.kafkaTransaction(false);
+            } catch (RuntimeException e) {
+                LOG.debug("Aborting the failed transaction of {}: {}", transactionalId, e.getMessage());
+            }
+        }
+        return new UnrecoverableException("a Kafka transaction of " + transactionalId + " with " + sent + " records, too large to be "
+                + "kept in memory to send again, failed (" + Retry.describe(cause) + "): it is aborted, so read_committed consumers "
+                + "see none of it, and the stream stops; started again, it resumes from the position committed last", cause);
     }
 
     /**
@@ -222,7 +276,7 @@ public final class TransactionalPublisher implements EventSink {
         var offset = position == null ? null : new ProducerRecord<>(offsetsTopic, offsetsPartition,
                 EngineOffsets.key(streamName, position.partition()).getBytes(StandardCharsets.UTF_8),
                 EngineOffsets.value(position.offset()).getBytes(StandardCharsets.UTF_8));
-        retry.call("commit a Kafka transaction of " + pending.size() + " records", TransactionalPublisher::isRetryable, LOG,
+        retry.call("commit a Kafka transaction of " + sent + " records", TransactionalPublisher::isRetryable, LOG,
                 (operation, attempt, cause) -> {
                     listener.retrying("kafka_publish", cause);
                     if (inTransaction) {
@@ -244,7 +298,7 @@ public final class TransactionalPublisher implements EventSink {
                 }
                 begin();
                 if (offset != null) {
-                    acks.add(sendOne(offset));
+                    sendOne(offset, new HashMap<>());
                 }
             }
             commitPending = true;
@@ -310,12 +364,17 @@ public final class TransactionalPublisher implements EventSink {
             inTransaction = false;
             listener.kafkaTransaction(false);
         }
+        if (!resendable) {
+            throw cannotResend(failed != null ? failed : new KafkaException("the transaction failed"));
+        }
         LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", pending.size());
         failed = null;
-        acks.clear();
+        recordErrors.clear();
+        unflushedBytes = 0;
         begin();
+        var partitionCounts = new HashMap<String, Integer>();
         for (var record : pending) {
-            acks.add(sendOne(record));
+            sendOne(record, partitionCounts);
         }
     }
 
@@ -327,27 +386,43 @@ public final class TransactionalPublisher implements EventSink {
         }
     }
 
-    private CompletableFuture<?> sendOne(ProducerRecord<byte[], byte[]> record) {
-        return KafkaPublisher.send(producer, record);
+    /**
+     * Sends one record into the open transaction. Only its error is kept (per topic), not the record's acknowledgement: a
+     * transaction of any size costs no memory per record here. A new partition's first record is flushed and waited for
+     * alone ({@link NewPartitions}); every {@link #FLUSH_EVERY_BYTES} the producer is flushed, so that the engine does not
+     * run ahead of the broker.
+     */
+    private void sendOne(ProducerRecord<byte[], byte[]> record, Map<String, Integer> partitionCounts) {
+        var where = written.where(producer, record, partitionCounts);
+        var ack = KafkaPublisher.send(producer, record);
+        if (written.isNew(where)) {
+            producer.flush();
+            try {
+                written.written(ack.get());
+            } catch (ExecutionException e) {
+                recordErrors.putIfAbsent(record.topic(), e.getCause() instanceof Exception c ? c : e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new org.apache.kafka.common.errors.InterruptException(e);
+            }
+            return;
+        }
+        ack.whenComplete((metadata, error) -> {
+            if (error != null) {
+                recordErrors.putIfAbsent(record.topic(), error instanceof Exception e ? e : new KafkaException(error));
+            }
+        });
+        unflushedBytes += KafkaPublisher.sizeOf(record);
+        if (unflushedBytes > FLUSH_EVERY_BYTES) {
+            unflushedBytes = 0;
+            producer.flush();
+        }
     }
 
     /** The first error of a record of the open transaction: why the commit failed, more precisely than the commit says. */
     private Optional<Exception> firstRecordError() {
-        var byTopic = new HashMap<String, Throwable>();
-        Exception first = null;
-        for (int i = 0; i < acks.size(); i++) {
-            if (acks.get(i).isCompletedExceptionally()) {
-                try {
-                    acks.get(i).get();
-                } catch (ExecutionException | InterruptedException e) {
-                    var cause = e.getCause() instanceof Exception c ? c : e;
-                    if (i < pending.size()) {
-                        byTopic.putIfAbsent(pending.get(i).topic(), cause);
-                    }
-                    first = first == null ? cause : first;
-                }
-            }
-        }
+        var byTopic = new HashMap<String, Throwable>(recordErrors);
+        Exception first = recordErrors.isEmpty() ? null : recordErrors.values().iterator().next();
         var timedOut = TopicProbe.timedOut(byTopic);
         if (!timedOut.isEmpty()) {
             var why = probe.whyUnwritable(timedOut);
@@ -411,7 +486,11 @@ public final class TransactionalPublisher implements EventSink {
 
     private void reset() {
         pending.clear();
-        acks.clear();
+        pendingBytes = 0;
+        resendable = true;
+        sent = 0;
+        unflushedBytes = 0;
+        recordErrors.clear();
         failed = null;
         commitPending = false;
     }

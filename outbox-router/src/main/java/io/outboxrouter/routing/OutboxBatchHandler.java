@@ -54,9 +54,11 @@ public final class OutboxBatchHandler implements ChangeHandler {
     private final EventSink sink;
     private final RouterListener listener;
     private final Set<String> warnedTables = new HashSet<>();
-    /** Transactional sink: what was sent since the last commit, acknowledged by the next. Engine thread only. */
-    private final List<Outcome> uncommitted = new ArrayList<>();
-    private long uncommittedSince;
+    /**
+     * Transactional sink: what was sent since the last commit, to report once the next commit acknowledges it. Counts, not
+     * the events: a source transaction of any size is one Kafka transaction. Engine thread only.
+     */
+    private final Uncommitted uncommitted = new Uncommitted();
 
     /**
      * @param policy      what becomes of rows that cannot be routed
@@ -94,10 +96,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
         long start = System.nanoTime();
         if (sink.transactional()) {
             sink.send(records(outcomes)); // acknowledged at commit, with the source position
-            if (uncommitted.isEmpty()) {
-                uncommittedSince = start;
-            }
-            uncommitted.addAll(outcomes);
+            uncommitted.add(outcomes, start);
             return;
         }
         var refused = sink.send(records(outcomes));
@@ -134,12 +133,56 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         sink.commit(position);
-        var ackTime = Instant.now();
-        uncommitted.forEach(outcome -> outcome.acknowledged(listener, ackTime));
-        if (!uncommitted.isEmpty()) {
-            listener.batchPublished(uncommitted.size(), Duration.ofNanos(System.nanoTime() - uncommittedSince));
+        uncommitted.acknowledged(listener, Instant.now());
+    }
+
+    /** What was sent since the last commit, by topic and commit time (the rows of one source transaction share both). */
+    private static final class Uncommitted {
+        private record Run(String topic, Instant commitTime, int[] count) {
         }
-        uncommitted.clear();
+
+        private final List<Run> published = new ArrayList<>();
+        private final java.util.Map<String, Integer> deadLettered = new java.util.HashMap<>();
+        private long total;
+        private long since;
+
+        void add(List<Outcome> outcomes, long start) {
+            if (total == 0) {
+                since = start;
+            }
+            for (var outcome : outcomes) {
+                total++;
+                if (outcome instanceof Event e) {
+                    var last = published.isEmpty() ? null : published.get(published.size() - 1);
+                    if (last != null && last.topic().equals(e.record().topic()) && java.util.Objects.equals(last.commitTime(), e.change().commitTime())) {
+                        last.count()[0]++;
+                    } else {
+                        published.add(new Run(e.record().topic(), e.change().commitTime(), new int[] {1}));
+                    }
+                } else if (outcome instanceof DeadLetter d) {
+                    deadLettered.merge(d.reason(), 1, Integer::sum);
+                }
+            }
+        }
+
+        void acknowledged(RouterListener listener, Instant ackTime) {
+            for (var run : published) {
+                for (int i = 0; i < run.count()[0]; i++) {
+                    listener.published(run.topic(), run.commitTime(), ackTime);
+                }
+            }
+            deadLettered.forEach((reason, n) -> {
+                for (int i = 0; i < n; i++) {
+                    listener.deadLettered(reason);
+                }
+            });
+            if (total > 0) {
+                listener.batchPublished((int) Math.min(total, Integer.MAX_VALUE), Duration.ofNanos(System.nanoTime() - since));
+            }
+            published.clear();
+            deadLettered.clear();
+            total = 0;
+        }
     }
 
     /** A change no outbox table explains: the configuration names a table the database calls otherwise. */

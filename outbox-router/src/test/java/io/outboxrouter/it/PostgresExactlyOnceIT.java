@@ -407,4 +407,52 @@ class PostgresExactlyOnceIT {
             logger.detachAppender(appender);
         }
     }
+
+    /**
+     * One source transaction of 30,000 rows with 1 KB payloads, the first write to four topics that do not exist yet, through
+     * a router run as the README says (128 MB of heap): one Kafka transaction, committed whole, and the router goes on.
+     */
+    @Test
+    void aThirtyThousandRowTransactionToNewTopicsIsCommittedWholeInTheRecommendedHeap() throws Exception {
+        var db = newDatabase("bigtx");
+        String topics = OutboxContract.unique("bigtx");
+        int port = OutboxContract.freePort();
+        var file = Files.writeString(dir.resolve("big.yml"), OutboxContract.configYaml(db, routerName("bigtx"), topics, port) + EXACTLY_ONCE);
+        var log = dir.resolve("big.log");
+        try (var kafka = KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*");
+             var router = RouterProcess.start(file, port, log).awaitReady(Duration.ofSeconds(90))) {
+            var ids = new HashSet<UUID>();
+            String pad = "x".repeat(1000);
+            try (var c = db.connect(); var ps = c.prepareStatement("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, "
+                    + "payload) VALUES (?::uuid, ?, ?, 'Big', ?::jsonb)")) {
+                for (int i = 0; i < 30_000; i++) {
+                    var id = UUID.randomUUID();
+                    ids.add(id);
+                    ps.setString(1, id.toString());
+                    ps.setString(2, "Type" + (i % 4));
+                    ps.setString(3, "agg-" + (i % 500));
+                    ps.setString(4, "{\"seq\": " + (i / 500 + 1) + ", \"pad\": \"" + pad + "\"}");
+                    ps.addBatch();
+                    if (i % 1000 == 999) {
+                        ps.executeBatch();
+                    }
+                }
+                c.commit();
+            }
+            try {
+                kafka.awaitIds(ids, Duration.ofSeconds(120));
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "; router log:\n" + tail(log), e);
+            }
+            var received = kafka.settle(Duration.ofSeconds(1));
+            assertThat(received).hasSize(30_000);
+            OutboxContract.assertOrderPerAggregate(received);
+            assertThat(router.ready()).as("the router streams on").isTrue();
+        }
+    }
+
+    private static String tail(Path log) throws java.io.IOException {
+        var lines = Files.readAllLines(log);
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+    }
 }
