@@ -98,12 +98,27 @@ public final class PostgresDdl {
      */
     public static String createShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
                                                 String shardName, boolean viaRoot) {
+        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName))
+                + " WITH (publish = 'insert'" + (viaRoot ? ", publish_via_partition_root = true" : "") + ")";
+    }
+
+    /**
+     * The statements that make an existing publication a shard's, keeping its identity: a slot decodes each change with
+     * the publication as it was, so one dropped and created again under a slot leaves the slot unable to decode.
+     */
+    public static String alterShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
+                                               String shardName, boolean viaRoot) {
+        return "ALTER PUBLICATION " + publication + " SET TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName))
+                + "; ALTER PUBLICATION " + publication + " SET (publish = 'insert'" + (viaRoot ? ", publish_via_partition_root = true" : "")
+                + ")";
+    }
+
+    private static List<String> shardTables(Map<String, String> filters, String heartbeatTable, String shardName) {
         var tables = new ArrayList<String>();
         filters.forEach((table, filter) -> tables.add(table + " WHERE (" + filter + ")"));
         if (heartbeatTable != null) {
             tables.add(heartbeatTable + " WHERE (router_name = '" + shardName.replace("'", "''") + "')");
         }
-        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables) + " WITH (publish = 'insert'"
-                + (viaRoot ? ", publish_via_partition_root = true" : "") + ")";
+        return tables;
     }
 }

@@ -436,7 +436,8 @@ final class PostgresPreflight {
                         + "'s rows of " + String.join(", ", expected.keySet()))
                 : Check.fail("publication", "publication " + pg.publication() + " is not " + routerName + "'s: "
                         + String.join("; ", wrong) + ", so events would be missed or published twice",
-                "DROP PUBLICATION " + pg.publication() + "; " + create));
+                PostgresDdl.alterShardPublication(pg.publication(), filters, pg.heartbeat() ? pg.heartbeatTable() : null, routerName,
+                        anyPartitioned(c, source.tables()))));
         return checks;
     }
 

@@ -364,9 +364,13 @@ final class PostgresSource implements Source {
      */
     @Override
     public List<String> commitOrder(Connection c) throws SQLException {
+        return commitTime(c).map(t -> List.of(t + " NULLS FIRST")).orElse(List.of());
+    }
+
+    @Override
+    public Optional<String> commitTime(Connection c) throws SQLException {
         try (var st = c.createStatement(); var rs = st.executeQuery("SHOW track_commit_timestamp")) {
-            return rs.next() && "on".equals(rs.getString(1))
-                    ? List.of("pg_xact_commit_timestamp(xmin) NULLS FIRST") : List.of();
+            return rs.next() && "on".equals(rs.getString(1)) ? Optional.of("pg_xact_commit_timestamp(xmin)") : Optional.empty();
         }
     }
 }

@@ -37,9 +37,10 @@ final class PublicationWatch {
     /**
      * One look: the oldest running xid and the WAL insert position at that moment, and what changed.
      *
-     * @param clean whether everything was found in order (a look that could not tell, e.g. no publication yet, is not)
+     * @param clean        whether everything was found in order (a look that could not tell, e.g. no publication yet, is not)
+     * @param confirmedLsn the slot's confirmed position; null without a slot
      */
-    record Look(long oldestXid, long walLsn, long atNanos, Optional<Change> change, boolean clean) {
+    record Look(long oldestXid, long walLsn, long atNanos, Optional<Change> change, boolean clean, Long confirmedLsn) {
     }
 
     private final String publication;
@@ -83,18 +84,20 @@ final class PublicationWatch {
         var slotState = slot(c);
         if (slotState.lost()) {
             return new Look(xid, lsn, at, Optional.of(new Change(PostgresPreflight.invalidated(slot), PostgresPreflight.dropInvalidated(slot),
-                    slotState.confirmed())), false);
+                    slotState.confirmed())), false, slotState.confirmed());
         }
         var pub = publication(c);
         if (publicationOid == null) {
             publicationOid = pub.map(Publication::oid).orElse(null); // a first start creates it after streaming began
-            return new Look(xid, lsn, at, Optional.empty(), publicationOid != null && tablesChange(c, pub.get()).isEmpty());
+            return new Look(xid, lsn, at, Optional.empty(), publicationOid != null && tablesChange(c, pub.get()).isEmpty(),
+                    slotState.confirmed());
         }
         if (pub.isEmpty() || !pub.get().oid().equals(publicationOid)) {
-            return new Look(xid, lsn, at, Optional.of(publicationReplaced(pub.isPresent(), slotState.confirmed())), false);
+            return new Look(xid, lsn, at, Optional.of(publicationReplaced(pub.isPresent(), slotState.confirmed())), false,
+                    slotState.confirmed());
         }
         var change = tablesChange(c, pub.get());
-        return new Look(xid, lsn, at, change, change.isEmpty());
+        return new Look(xid, lsn, at, change, change.isEmpty(), slotState.confirmed());
     }
 
     private Change publicationReplaced(boolean createdAgain, Long confirmed) {

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
  * falling behind). Every 2 s while this process streams, it also watches what the slot's output depends on: the
  * publication (dropped, or dropped and created again), the outbox tables in it ({@link PublicationWatch}) and the slot's
  * WAL. A change there loses rows without an error from Debezium, so the router is told at once, with the fix and the
- * rows that may not have been published ({@code replay --from-xid}).
+ * rows that may not have been published ({@code replay --from-xid}). And it keeps a quiet outbox from pinning WAL.
  */
 public final class SlotMonitor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
@@ -26,6 +26,8 @@ public final class SlotMonitor implements AutoCloseable {
     private static final long WATCH_MILLIS = 2000;
     /** The prefix of the router's heartbeat messages; the connector lets them through, routing ignores them. */
     static final String HEARTBEAT_PREFIX = "outbox-router.heartbeat";
+    /** How long the slot's position stays put, with WAL written past it, before a heartbeat is sent. */
+    private static final java.time.Duration HEARTBEAT_AFTER = java.time.Duration.ofSeconds(10);
     /** WAL written past the slot's position before a heartbeat is sent: an idle database is left idle (no heartbeat of its own). */
     private static final long HEARTBEAT_AFTER_BYTES = 64 * 1024;
     /** Looks that fail in a row before the watch says, as a warning, that it is blind. */
@@ -55,6 +57,9 @@ public final class SlotMonitor implements AutoCloseable {
     private boolean baselined;
     /** Whether the server's pgoutput carries logical decoding messages; null until asked. */
     private Boolean messages;
+    /** The slot's confirmed position at the last look, and since when it has not moved. */
+    private Long lastConfirmed;
+    private long confirmedSince;
     private Connection watchConnection;
     private int failedLooks;
 
@@ -110,6 +115,7 @@ public final class SlotMonitor implements AutoCloseable {
             drifted = null;
             baselined = false;
             lost.clear();
+            lastConfirmed = null;
             watching = true;
         }
         measureNow();
@@ -130,13 +136,11 @@ public final class SlotMonitor implements AutoCloseable {
              var ps = c.prepareStatement("SELECT active, confirmed_flush_lsn::text, wal_status, "
                      + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, slot);
-            var previous = state.get();
             try (var rs = ps.executeQuery()) {
                 state.set(rs.next()
                         ? new SlotState(slot, true, rs.getBoolean(1), rs.getString(2), rs.getString(3), rs.getLong(4), Instant.now())
                         : new SlotState(slot, false, false, null, null, -1, Instant.now()));
             }
-            heartbeatIfPinned(c, previous, state.get());
         } catch (SQLException e) {
             LOG.debug("Could not measure the WAL retained by slot {}: {}", slot, e.getMessage());
         }
@@ -146,12 +150,17 @@ public final class SlotMonitor implements AutoCloseable {
      * A quiet outbox on a busy database: pgoutput sends nothing, so the slot's confirmed position stays at the last outbox
      * transaction and the server keeps every byte of WAL written since. A transactional logical decoding message reaches
      * every slot whatever its publication; once the router has stored its position, the slot is confirmed past all that WAL.
-     * Sent only while this process streams, when the slot's position did not move since the last measurement and more
+     * Sent only while this process streams, when the slot's position has not moved for {@link #HEARTBEAT_AFTER} and more
      * than a little WAL was written past it; the router publishes nothing for it.
      */
-    private void heartbeatIfPinned(Connection c, SlotState previous, SlotState now) throws SQLException {
-        if (!watching || previous == null || !now.exists() || !now.active() || now.confirmedFlushLsn() == null
-                || !now.confirmedFlushLsn().equals(previous.confirmedFlushLsn())) {
+    private void heartbeatIfPinned(Connection c, Long confirmed) throws SQLException {
+        long now = System.nanoTime();
+        if (confirmed == null || !confirmed.equals(lastConfirmed)) {
+            lastConfirmed = confirmed;
+            confirmedSince = now;
+            return;
+        }
+        if (now - confirmedSince < HEARTBEAT_AFTER.toNanos()) {
             return;
         }
         if (messages == null) {
@@ -163,11 +172,13 @@ public final class SlotMonitor implements AutoCloseable {
         if (!messages) {
             return;
         }
+        confirmedSince = now; // the next one only if this one did not move the slot within the interval
+        String slot = source.postgres().slot();
         try (var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?) FROM pg_replication_slots "
                 + "WHERE slot_name = ? AND pg_wal_lsn_diff(pg_current_wal_insert_lsn(), confirmed_flush_lsn) > " + HEARTBEAT_AFTER_BYTES)) {
             ps.setString(1, HEARTBEAT_PREFIX);
-            ps.setString(2, now.slot());
-            ps.setString(3, now.slot());
+            ps.setString(2, slot);
+            ps.setString(3, slot);
             ps.execute();
         }
     }
@@ -208,6 +219,7 @@ public final class SlotMonitor implements AutoCloseable {
             if (look.clean()) {
                 lost.add(look);
             }
+            heartbeatIfPinned(watchConnection, look.confirmedLsn());
         } catch (SQLException e) {
             closeWatchConnection();
             if (++failedLooks == FAILED_LOOKS_WARNED) {

@@ -136,6 +136,14 @@ public sealed interface Source permits PostgresSource, BinlogSource {
         return List.of();
     }
 
+    /**
+     * An SQL expression for the commit time of the transaction that wrote a row, when the server keeps it (Postgres with
+     * {@code track_commit_timestamp = on}; null for rows committed before it was); empty when it does not.
+     */
+    default Optional<String> commitTime(Connection c) throws SQLException {
+        return Optional.empty();
+    }
+
     // --- outbox retention (see Retention) ---------------------------------------------------------------------------
 
     /**

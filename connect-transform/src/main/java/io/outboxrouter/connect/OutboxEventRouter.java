@@ -218,18 +218,27 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
         if (result instanceof RoutingResult.Unrouted unrouted) {
             // A captured table that source.tables does not name (often a name spelled otherwise than the database does, or
             // a heartbeat table): its raw change record could not pass the value converter either. Dropped, and said.
-            long now = System.nanoTime();
-            Long last = unroutedLogged.get(unrouted.table());
-            if (last == null || now - last > java.util.concurrent.TimeUnit.MINUTES.toNanos(1)) {
-                unroutedLogged.put(unrouted.table(), now);
+            if (firstThisMinute("table " + unrouted.table())) {
                 LOG.warn("A change from table {} at {} is not routed: the connector captures it, but {} does not name it (as the "
                         + "database spells it); dropped. Fix {} or the connector's table.include.list", unrouted.table(),
                         change.get().position(), TABLES, TABLES);
             }
             return null;
         }
+        if (result instanceof RoutingResult.Ignore ignore) {
+            // An UPDATE or DELETE of an outbox row publishes nothing by design; a message of a prefix not configured here
+            // reached the transform because the connector lets it through, which is worth a line.
+            var prefix = change.get().row().get(ChangeEvent.MESSAGE_PREFIX);
+            if (prefix != null && firstThisMinute("prefix " + prefix)) {
+                LOG.warn("A logical decoding message at {} is not routed: {}; dropped. Set {} to route it, or leave its prefix out "
+                        + "of the connector's message.prefix.include.list", change.get().position(), ignore.why(), MESSAGE_PREFIX);
+            } else {
+                LOG.debug("Not routed at {}: {}", change.get().position(), ignore.why());
+            }
+            return null;
+        }
         if (!(result instanceof RoutingResult.Reject reject)) {
-            return null; // an UPDATE or DELETE of an outbox row, another prefix's message
+            return null;
         }
         var rejected = reject.change();
         switch (policy) {
@@ -244,6 +253,17 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
                 throw new DataException("row at " + rejected.position() + " of " + rejected.table()
                         + " cannot be routed (routing.dead-letters.policy=fail): " + reject.reason());
         }
+    }
+
+    /** Whether a line about {@code what} was not logged in the last minute; notes that it is now. */
+    private boolean firstThisMinute(String what) {
+        long now = System.nanoTime();
+        Long last = unroutedLogged.get(what);
+        if (last != null && now - last <= java.util.concurrent.TimeUnit.MINUTES.toNanos(1)) {
+            return false;
+        }
+        unroutedLogged.put(what, now);
+        return true;
     }
 
     /** The router's record as a Connect record: a string key, a bytes value, the headers as strings. */

@@ -135,7 +135,7 @@ public final class Replay {
             var connection = config.source().connection();
             try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
                 c.setAutoCommit(false); // a Postgres cursor streams only inside a transaction
-                try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter)))) {
+                try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter), timeOf(c, filter)))) {
                     ps.setFetchSize(CHUNK);
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
@@ -180,14 +180,32 @@ public final class Replay {
         chunk.clear();
     }
 
-    private String sql(String table, Filter f, Order order) {
+    /**
+     * What {@code --since} and {@code --until} compare: the commit time where the server keeps it (a row written by a long
+     * transaction is then not left out for its early time column), else the time column, the writer's clock.
+     */
+    private String timeOf(Connection c, Filter f) throws SQLException {
+        return source.commitTime(c).map(t -> "COALESCE(" + t + ", " + f.timeColumn() + ")").orElse(f.timeColumn());
+    }
+
+    /** How {@code --since} and {@code --until} are applied, for the operator. */
+    public String timeFilter(Filter f) throws SQLException {
+        try (var c = config.source().connection().open()) {
+            return source.commitTime(c).isPresent() ? "by commit time (track_commit_timestamp; the time column for rows committed "
+                    + "before it was on)" : "by " + f.timeColumn() + ", the time the writer gave the row (created_at DEFAULT now() "
+                    + "is its transaction's start): a transaction that began before --since and committed after it is left out, so "
+                    + "reach back by your longest transaction";
+        }
+    }
+
+    private String sql(String table, Filter f, Order order, String time) {
         var cols = config.outbox().columns();
         var where = new ArrayList<String>();
         if (f.since() != null) {
-            where.add(f.timeColumn() + " >= ?");
+            where.add(time + " >= ?");
         }
         if (f.until() != null) {
-            where.add(f.timeColumn() + " < ?");
+            where.add(time + " < ?");
         }
         if (f.aggregateType() != null) {
             where.add(cols.aggregateType() + " = ?");

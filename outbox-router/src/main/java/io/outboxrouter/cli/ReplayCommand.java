@@ -40,10 +40,11 @@ final class ReplayCommand implements Callable<Integer> {
     @Mixin
     ConfigOption config;
 
-    @Option(names = "--since", paramLabel = "INSTANT", description = "Only rows whose time column is at or after this (ISO-8601).")
+    @Option(names = "--since", paramLabel = "INSTANT", description = "Only rows committed at or after this (ISO-8601), where the "
+            + "server keeps commit times (Postgres with track_commit_timestamp = on); else rows whose time column is.")
     Instant since;
 
-    @Option(names = "--until", paramLabel = "INSTANT", description = "Only rows whose time column is before this (ISO-8601).")
+    @Option(names = "--until", paramLabel = "INSTANT", description = "Only rows committed before this (ISO-8601), as --since.")
     Instant until;
 
     @Option(names = "--aggregate-type", paramLabel = "TYPE", description = "Only this aggregate type.")
@@ -116,6 +117,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
         for (String table : c.source().tables()) {
             System.err.println("outbox-router: " + table + " is replayed " + replay.order(table, filter).description());
+        }
+        if (since != null || until != null) {
+            System.err.println("outbox-router: --since and --until filter " + replay.timeFilter(filter));
         }
         Consumer<String> rejected = reason -> System.err.println("outbox-router: not replayable: " + reason);
         if (dryRun) {
