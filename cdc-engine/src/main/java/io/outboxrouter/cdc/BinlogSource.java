@@ -257,6 +257,12 @@ final class BinlogSource implements Source {
                 return false; // stored from another server: its file and position say nothing about this one's
             }
             var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
+            var retained = retainedBinlogs(c);
+            if (!retained.containsKey(at.file()) || retained.get(at.file()) < at.position()) {
+                // The stored position is in no binlog the server keeps (RESET MASTER numbers files from 1 again, so its file
+                // name would compare as ahead of everything): nothing can be said of what the router has read.
+                return false;
+            }
             if (at.compareTo(m.end()) >= 0) {
                 return true;
             }
@@ -331,8 +337,14 @@ final class BinlogSource implements Source {
 
     /** The binlog files the server keeps, with their sizes. */
     private Map<String, Long> retainedBinlogs() throws SQLException {
+        try (var c = config.source().connection().open()) {
+            return retainedBinlogs(c);
+        }
+    }
+
+    private static Map<String, Long> retainedBinlogs(Connection c) throws SQLException {
         var retained = new LinkedHashMap<String, Long>();
-        try (var c = config.source().connection().open(); var st = c.createStatement(); var rs = st.executeQuery("SHOW BINARY LOGS")) {
+        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW BINARY LOGS")) {
             while (rs.next()) {
                 retained.put(rs.getString(1), rs.getLong(2));
             }

@@ -42,6 +42,41 @@ public final class LayoutHandover {
         }
     }
 
+    /**
+     * Whether slots of the configured layout exist already, beside the earlier one's: a handover that failed or was stopped
+     * before the earlier layout was dropped. Its slots hold nothing the earlier ones lack, and may be incomplete: they are
+     * dropped and made again.
+     */
+    public static boolean layoutStarted(RouterConfig config) {
+        try (var c = config.source().connection().open(); var ps = c.prepareStatement(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = ANY (?)")) {
+            ps.setArray(1, c.createArrayOf("text", config.shardConfigs().stream().map(s -> s.source().postgres().slot()).toArray()));
+            try (var rs = ps.executeQuery()) {
+                return rs.next() && rs.getInt(1) > 0;
+            }
+        } catch (SQLException e) {
+            throw new SourceSetupException("cannot look for the new layout's slots: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Every prerequisite of the configured layout but the one a handover breaks on purpose (another layout's slots), so
+     * that a layout that could not start is found before the earlier one, which holds the events meanwhile, is dropped.
+     *
+     * @throws SourceSetupException naming every failed prerequisite with its fix
+     */
+    public static void check(RouterConfig config) {
+        var failed = new ArrayList<String>();
+        for (var stream : config.shardConfigs()) {
+            Source.of(stream).checks().stream().filter(k -> !k.ok() && !k.name().endsWith("shard layout") && !k.name().endsWith("replication slot"))
+                    .map(k -> (stream.shard().map(s -> s + ": ").orElse("")) + k.problem()).forEach(failed::add);
+        }
+        if (!failed.isEmpty()) {
+            throw new SourceSetupException("the new layout could not start: " + String.join("; ", failed) + ". Nothing was dropped; "
+                    + "fix it and run reshard again");
+        }
+    }
+
     /** Creates the configured layout's publications and slots (a sharded layout's from one point) while another streams. */
     public static void createLayout(RouterConfig config) {
         var pg = config.source().postgres();
@@ -70,17 +105,23 @@ public final class LayoutHandover {
         var pg = earlier.source().postgres();
         var dropped = new ArrayList<String>();
         try (var c = earlier.source().connection().open();
-             var slot = c.prepareStatement("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ?");
+             var slot = c.prepareStatement("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ? "
+                     + "AND NOT active");
+             var active = c.prepareStatement("SELECT count(*) FROM pg_replication_slots WHERE slot_name = ? AND active");
              var st = c.createStatement();
              var table = OffsetTable.open(OffsetTableSettings.offsets(earlier))) {
+            // Slots first, each once the walsender of the router that read it has let it go; positions only after all.
             for (var stream : earlier.shardConfigs()) {
                 var spg = stream.source().postgres();
+                awaitInactive(active, spg.slot());
                 slot.setString(1, spg.slot());
                 slot.execute();
                 dropped.add("slot " + spg.slot());
+            }
+            for (var stream : earlier.shardConfigs()) {
                 if (pg.sharded()) {
-                    st.execute("DROP PUBLICATION IF EXISTS " + spg.publication());
-                    dropped.add("publication " + spg.publication());
+                    st.execute("DROP PUBLICATION IF EXISTS " + stream.source().postgres().publication());
+                    dropped.add("publication " + stream.source().postgres().publication());
                 }
                 table.delete(stream.name());
                 dropped.add("stored position of " + stream.name());
@@ -90,5 +131,26 @@ public final class LayoutHandover {
         }
         LOG.info("Dropped the earlier shard layout of router {}: {}", earlier.name(), String.join(", ", dropped));
         return dropped;
+    }
+
+    private static void awaitInactive(java.sql.PreparedStatement active, String slot) throws SQLException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            active.setString(1, slot);
+            try (var rs = active.executeQuery()) {
+                if (!rs.next() || rs.getInt(1) == 0) {
+                    return;
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new SourceSetupException("replication slot " + slot + " is still read by another session after 60 s");
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SourceSetupException("interrupted while waiting for slot " + slot + " to be released");
+            }
+        }
     }
 }

@@ -50,6 +50,13 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                 System.out.println("No slots of another shard layout of router " + c.name() + ": nothing to hand over; start the router.");
                 return 0;
             }
+            if (c.source().snapshot() == io.outboxrouter.config.SnapshotMode.INITIAL) {
+                // The new layout's streams would start without a position, take a snapshot and stream from its end, not from
+                // where their slots began.
+                System.err.println("outbox-router: reshard: source.snapshot is initial; set it to none for the reshard and the new "
+                        + "layout's first start (the earlier layout publishes everything up to the new slots)");
+                return Main.EXIT_USAGE;
+            }
             var from = c.withShards(earlier.get());
             String plan = "router " + c.name() + ": from " + layout(earlier.get()) + " to " + layout(next);
             if (dryRun) {
@@ -58,6 +65,11 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                 return 0;
             }
             System.err.println("outbox-router: moving " + plan);
+            if (LayoutHandover.layoutStarted(c)) {
+                // An earlier reshard stopped before dropping the earlier layout, which still holds every event.
+                System.err.println("outbox-router: the new layout's slots exist from an unfinished reshard; they are made again");
+                LayoutHandover.dropLayout(c);
+            }
             try (var router = Router.start(from)) {
                 long deadline = System.nanoTime() + timeout.toNanos();
                 boolean told = false;
@@ -77,9 +89,13 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                     return fail("the earlier layout stopped before it could be drained");
                 }
                 LayoutHandover.createLayout(c);
+                LayoutHandover.check(c);
                 router.drain().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
                 System.err.println("outbox-router: the earlier layout has published everything committed before the new slots began ("
                         + router.metrics().publishedTotal() + " events in this run)");
+            }
+            if (from.kafka().exactlyOnce()) {
+                forgetCommittedPositions(from);
             }
             for (String gone : LayoutHandover.dropLayout(from)) {
                 System.out.println("dropped " + gone);
@@ -95,6 +111,28 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return fail("interrupted; nothing was dropped, run reshard again");
+        }
+    }
+
+    /**
+     * Exactly-once: the earlier layout's positions in the offsets topic go with its slots, so that a later layout of the
+     * same stream names does not resume from them.
+     */
+    private static void forgetCommittedPositions(io.outboxrouter.config.RouterConfig earlier) {
+        var topic = new io.outboxrouter.kafka.OffsetsTopic(earlier.kafka());
+        int shards = earlier.source().postgres().shards();
+        for (var stream : earlier.shardConfigs()) {
+            int index = stream.shard().map(io.outboxrouter.config.Shard::index).orElse(0);
+            var forget = new java.util.HashMap<String, String>();
+            topic.readStream(stream.name(), index).keySet().forEach(k -> forget.put(k, null));
+            if (forget.isEmpty()) {
+                continue;
+            }
+            try {
+                topic.write(stream.name(), index, shards, forget);
+            } catch (Exception e) {
+                throw new SourceSetupException("cannot forget the earlier layout's positions in " + topic.name() + ": " + e.getMessage());
+            }
         }
     }
 

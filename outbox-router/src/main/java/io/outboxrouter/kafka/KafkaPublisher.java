@@ -101,9 +101,11 @@ public final class KafkaPublisher implements EventSink {
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
-        // Kafka's default is 32 MB, a quarter of a small heap, and a producer never gives back what it once took.
-        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(defaultBufferMemory()));
         p.putAll(kafka.producer());
+        // Kafka's default is 32 MB, a quarter of a small heap, and a producer never gives back what it once took; a record
+        // larger than the buffer is refused, so it holds at least two of the largest.
+        p.putIfAbsent(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(defaultBufferMemory(),
+                2 * Long.parseLong(p.getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)))));
         // Not overridable (the config loader refuses other values): the delivery guarantees depend on them.
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
         p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);

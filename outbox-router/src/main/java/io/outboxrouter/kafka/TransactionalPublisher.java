@@ -79,6 +79,8 @@ public final class TransactionalPublisher implements EventSink {
     private int epochRefusals;
     /** The open transaction failed: it is aborted and its records sent again before anything else. */
     private KafkaException failed;
+    /** Set when a transaction too large to send again failed: nothing is sent or committed until {@link #activate}. */
+    private UnrecoverableException stopped;
     /** commitTransaction timed out: the producer allows only that call again (it may have committed). */
     private boolean commitPending;
     /**
@@ -182,6 +184,7 @@ public final class TransactionalPublisher implements EventSink {
     public void activate() throws Retry.GaveUpException, InterruptedException {
         closeProducer(Duration.ZERO);
         reset();
+        stopped = null;
         retry.call("initialize Kafka transactions of " + transactionalId, TransactionalPublisher::isRetryable, LOG,
                 (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
                     var p = producers.get();
@@ -220,6 +223,8 @@ public final class TransactionalPublisher implements EventSink {
                 try {
                     begin();
                     sendOne(record, partitionCounts);
+                } catch (org.apache.kafka.common.errors.InterruptException e) {
+                    throw e; // a stop, not a failed transaction
                 } catch (KafkaException e) {
                     failed = e; // sent again in a new transaction at commit
                 }
@@ -249,6 +254,9 @@ public final class TransactionalPublisher implements EventSink {
 
     /** A failed transaction too large to have been kept: aborted, and the stream stops; it resumes from the last commit. */
     private UnrecoverableException cannotResend(Exception cause) {
+        // Nothing more goes into this producer's transactions: a commit now would store a position past aborted records.
+        stopped = new UnrecoverableException("the transactional producer of " + transactionalId + " stopped after a failed "
+                + "transaction it could not send again", cause);
         if (inTransaction) {
             try {
                 producer.abortTransaction();
@@ -481,6 +489,9 @@ public final class TransactionalPublisher implements EventSink {
     private void requireActive() {
         if (producer == null) {
             throw new IllegalStateException("the transactional publisher of " + streamName + " is not activated");
+        }
+        if (stopped != null) {
+            throw stopped;
         }
     }
 

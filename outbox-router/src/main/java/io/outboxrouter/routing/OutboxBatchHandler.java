@@ -136,12 +136,12 @@ public final class OutboxBatchHandler implements ChangeHandler {
         uncommitted.acknowledged(listener, Instant.now());
     }
 
-    /** What was sent since the last commit, by topic and commit time (the rows of one source transaction share both). */
+    /** What was sent since the last commit, counted by topic and commit time (the rows of one source transaction share one). */
     private static final class Uncommitted {
-        private record Run(String topic, Instant commitTime, int[] count) {
+        private record Published(String topic, Instant commitTime) {
         }
 
-        private final List<Run> published = new ArrayList<>();
+        private final java.util.Map<Published, long[]> published = new java.util.LinkedHashMap<>();
         private final java.util.Map<String, Integer> deadLettered = new java.util.HashMap<>();
         private long total;
         private long since;
@@ -153,12 +153,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
             for (var outcome : outcomes) {
                 total++;
                 if (outcome instanceof Event e) {
-                    var last = published.isEmpty() ? null : published.get(published.size() - 1);
-                    if (last != null && last.topic().equals(e.record().topic()) && java.util.Objects.equals(last.commitTime(), e.change().commitTime())) {
-                        last.count()[0]++;
-                    } else {
-                        published.add(new Run(e.record().topic(), e.change().commitTime(), new int[] {1}));
-                    }
+                    published.computeIfAbsent(new Published(e.record().topic(), e.change().commitTime()), k -> new long[1])[0]++;
                 } else if (outcome instanceof DeadLetter d) {
                     deadLettered.merge(d.reason(), 1, Integer::sum);
                 }
@@ -166,11 +161,11 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
 
         void acknowledged(RouterListener listener, Instant ackTime) {
-            for (var run : published) {
-                for (int i = 0; i < run.count()[0]; i++) {
-                    listener.published(run.topic(), run.commitTime(), ackTime);
+            published.forEach((p, n) -> {
+                for (long i = 0; i < n[0]; i++) {
+                    listener.published(p.topic(), p.commitTime(), ackTime);
                 }
-            }
+            });
             deadLettered.forEach((reason, n) -> {
                 for (int i = 0; i < n; i++) {
                     listener.deadLettered(reason);
