@@ -228,7 +228,7 @@ public final class RouterLock implements AutoCloseable {
     }
 
     /**
-     * The name builds before 2026-11-23 locked (without the database). Checked, not held, at acquisition, so that a
+     * The name that earlier builds locked (without the database). Checked, not held, at acquisition, so that a
      * rolling upgrade never has an old and a new process streaming together; kept for one release.
      */
     static String legacyMysqlName(String routerName) {

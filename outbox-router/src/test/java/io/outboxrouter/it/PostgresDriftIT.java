@@ -5,13 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
-import io.outboxrouter.cli.Main;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.testing.TestServers;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -21,7 +17,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * State and configuration that changed behind the router's back, on Postgres: refused loudly with the fix, never a
@@ -52,15 +47,7 @@ class PostgresDriftIT {
     }
 
     private static String check(Path file) {
-        var out = new ByteArrayOutputStream();
-        var old = System.out;
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            new CommandLine(new Main()).execute("check", "--config", file.toString());
-        } finally {
-            System.setOut(old);
-        }
-        return out.toString(StandardCharsets.UTF_8);
+        return RouterStops.cli("check", "--config", file.toString());
     }
 
     @Test
