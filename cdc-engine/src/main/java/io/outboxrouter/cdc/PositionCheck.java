@@ -29,9 +29,12 @@ final class PositionCheck {
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
             table.createIfMissing();
             var gap = table.gap(config.name()).map(PositionCheck::gapText);
-            var drift = source.drift(new StoredPosition(table.read(config.name()), table.state(config.name())));
+            // A loss recorded while the router ran names its rows from an earlier point than the catalog kept: that one is not compared.
+            var drift = source.drift(new StoredPosition(table.read(config.name()), table.state(config.name()),
+                    gap.isPresent() ? Optional.empty() : table.catalog(config.name())));
             if (drift.isPresent()) {
-                return gap.map(g -> new Drift(g + "; and " + drift.get().problem(), drift.get().accepted())).or(() -> drift);
+                return gap.map(g -> new Drift(g + "; and " + drift.get().problem(), drift.get().accepted(), drift.get().keepsPosition(),
+                        table.gap(config.name()).map(PositionCheck::detected).orElse(null))).or(() -> drift);
             }
             return gap.map(g -> new Drift(g, "go on from the stored position (the rows it names reach Kafka only by replay)", true,
                     table.gap(config.name()).map(PositionCheck::detected).orElse(null)));
@@ -88,6 +91,7 @@ final class PositionCheck {
             if (drift.get().keepsPosition()) {
                 var entries = new java.util.HashMap<String, String>();
                 entries.put(OffsetTable.GAP_KEY, null);
+                entries.put(OffsetTable.CATALOG_KEY, null); // the catalog as it is now is the one to compare with from now on
                 // The rows to replay are older than the stored position: retention would take them for published.
                 entries.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow());
                 table.write(config.name(), entries);

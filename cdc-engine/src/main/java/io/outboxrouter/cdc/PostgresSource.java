@@ -216,6 +216,15 @@ final class PostgresSource implements Source {
                             + formatLsn(storedAt) + " and " + confirmed + " are not published (publish the rows still in the "
                             + "outbox table again with `replay`); after restored offsets, nothing is lost"));
         }
+        if (slotExists && stored.catalog().isPresent()) {
+            try (var c = config.source().connection().open()) {
+                var changed = SlotMonitor.changedWhileStopped(c, config.source(), ConnectorProperties.outboxColumns(config),
+                        stored.catalog().get());
+                if (changed.isPresent()) {
+                    return changed;
+                }
+            }
+        }
         if (slotExists && stored.isEmpty() && pg.shard() != null && !stored.storedBefore()) {
             LOG.info("Router {} starts from its slot {} at {}, created with the other shards' slots", config.name(), pg.slot(), confirmed);
         } else if (slotExists && stored.isEmpty()) {
@@ -342,7 +351,8 @@ final class PostgresSource implements Source {
 
     @Override
     public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
-        return Optional.of(new SlotMonitor(config.source(), config.name(), ConnectorProperties.outboxColumns(config), drift));
+        return Optional.of(new SlotMonitor(config.source(), config.name(), ConnectorProperties.outboxColumns(config), drift,
+                OffsetTableSettings.offsets(config)));
     }
 
     @Override

@@ -43,6 +43,13 @@ final class PublicationWatch {
     record Look(long oldestXid, long walLsn, long atNanos, Optional<Change> change, boolean clean, Long confirmedLsn) {
     }
 
+    /**
+     * The catalog a look found in order, kept in the offsets table between runs: the publication's and each table's oid,
+     * and the oldest transaction id running then (every transaction committed after it has an id at or above it).
+     */
+    record Kept(Long publication, Map<String, Long> tables, long xid, long walLsn) {
+    }
+
     private final String publication;
     private final String slot;
     private final List<String> tables;
@@ -68,6 +75,33 @@ final class PublicationWatch {
                 oids.put(t, oid);
             }
         }
+    }
+
+    /** Takes a catalog kept by an earlier run as the one to compare with (a change made while no router streamed). */
+    void baseline(Kept kept) {
+        publicationOid = kept.publication();
+        oids.clear();
+        oids.putAll(kept.tables());
+    }
+
+    /** Whether the publication or an outbox table is another one than in the baseline (dropped and created again). */
+    boolean replacedSince(Connection c) throws SQLException {
+        var pub = publication(c);
+        if (publicationOid != null && pub.isPresent() && !pub.get().oid().equals(publicationOid)) {
+            return true;
+        }
+        for (var kept : oids.entrySet()) {
+            Long now = tableOid(c, kept.getKey());
+            if (now != null && !now.equals(kept.getValue())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** What to keep of a look that found everything in order. */
+    Kept kept(Look look) {
+        return new Kept(publicationOid, Map.copyOf(oids), look.oldestXid(), look.walLsn());
     }
 
     Look look(Connection c) throws SQLException {

@@ -1,6 +1,10 @@
 package io.outboxrouter.cdc;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.config.SourceConfig;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Collection;
@@ -32,6 +36,9 @@ public final class SlotMonitor implements AutoCloseable {
     private static final long HEARTBEAT_AFTER_BYTES = 64 * 1024;
     /** Looks that fail in a row before the watch says, as a warning, that it is blind. */
     private static final int FAILED_LOOKS_WARNED = 15;
+    /** How often the catalog found in order is kept in the offsets table, for the next start to compare with. */
+    private static final long KEEP_NANOS = 60_000_000_000L;
+    private static final ObjectMapper JSON = new ObjectMapper();
     /** A half-open connection fails in seconds: the engine-failure path and the lock's thread measure too. */
     private static final java.util.Properties TIMEOUTS = new java.util.Properties();
 
@@ -62,13 +69,22 @@ public final class SlotMonitor implements AutoCloseable {
     private long confirmedSince;
     private Connection watchConnection;
     private int failedLooks;
+    private final String routerName;
+    private final OffsetTableSettings offsetSettings;
+    private OffsetTable offsets;
+    /** When the catalog was last kept; 0 until the first clean look of this streaming. */
+    private long keptAt;
 
     /**
      * @param columns the columns the router reads from each outbox table
      * @param drift   told once, on the monitor's thread, when what the slot sends changed under the router
+     * @param offsets where the catalog streamed with is kept ({@link OffsetTable#CATALOG_KEY})
      */
-    SlotMonitor(SourceConfig source, String routerName, Collection<String> columns, Consumer<SourceSetupException> drift) {
+    SlotMonitor(SourceConfig source, String routerName, Collection<String> columns, Consumer<SourceSetupException> drift,
+                OffsetTableSettings offsets) {
         this.source = source;
+        this.routerName = routerName;
+        this.offsetSettings = offsets;
         this.drift = drift;
         this.watch = new PublicationWatch(source.postgres().publication(), source.postgres().slot(), source.tables(), columns);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -116,6 +132,7 @@ public final class SlotMonitor implements AutoCloseable {
             baselined = false;
             lost.clear();
             lastConfirmed = null;
+            keptAt = 0;
             watching = true;
         }
         measureNow();
@@ -189,6 +206,62 @@ public final class SlotMonitor implements AutoCloseable {
         if (found != null) {
             drift.accept(found);
         }
+        keep();
+    }
+
+    private PublicationWatch.Kept toKeep;
+
+    /**
+     * Keeps, at most once a minute, the catalog the last clean look found in the offsets table (outside the monitor's lock:
+     * a database outage must not hold back {@link #stopWatching}).
+     */
+    private void keep() {
+        PublicationWatch.Kept kept;
+        synchronized (this) {
+            kept = toKeep;
+            toKeep = null;
+        }
+        if (kept == null || closed) {
+            return;
+        }
+        try {
+            synchronized (offsetSettings) {
+                if (offsets == null) {
+                    offsets = OffsetTable.open(offsetSettings);
+                }
+            }
+            offsets.write(routerName, java.util.Map.of(OffsetTable.CATALOG_KEY, JSON.writeValueAsString(kept)));
+        } catch (RuntimeException | JsonProcessingException e) {
+            LOG.debug("Could not keep the catalog of router {} in its offsets table: {}", routerName, e.getMessage());
+        }
+    }
+
+    /**
+     * The catalog kept by an earlier run, compared with the one now (at start, before streaming): a publication or an
+     * outbox table replaced while no router streamed, named with what it may have cost. Empty when nothing changed.
+     */
+    static java.util.Optional<Drift> changedWhileStopped(Connection c, SourceConfig source, Collection<String> columns, String keptJson)
+            throws SQLException {
+        PublicationWatch.Kept kept;
+        try {
+            kept = JSON.readValue(keptJson, PublicationWatch.Kept.class);
+        } catch (JsonProcessingException e) {
+            LOG.warn("Cannot read the catalog kept in the offsets table ({}): not compared", e.getOriginalMessage());
+            return java.util.Optional.empty();
+        }
+        var watch = new PublicationWatch(source.postgres().publication(), source.postgres().slot(), source.tables(), columns);
+        watch.baseline(kept);
+        var change = watch.look(c).change();
+        if (change.isEmpty() || !watch.replacedSince(c)) {
+            return java.util.Optional.empty(); // what is off now is refused by the start's own checks, with the fix
+        }
+        var range = new LostRange();
+        range.add(new PublicationWatch.Look(kept.xid(), kept.walLsn(), 0, java.util.Optional.empty(), true, null));
+        String rows = range.describe(change.get().lostAfterLsn());
+        rows = rows.endsWith(".") ? rows.substring(0, rows.length() - 1) : rows; // the refusal goes on after it
+        return java.util.Optional.of(new Drift("while the router was stopped, " + change.get().problem() + ". " + rows
+                + (change.get().lostAfterLsn() == null ? "" : ". Fix first: " + change.get().fix()),
+                "go on from the stored position (the rows named reach Kafka only by replay)", true, null));
     }
 
     private synchronized SourceSetupException watch() {
@@ -218,6 +291,10 @@ public final class SlotMonitor implements AutoCloseable {
             }
             if (look.clean()) {
                 lost.add(look);
+                if (keptAt == 0 || System.nanoTime() - keptAt >= KEEP_NANOS) {
+                    keptAt = System.nanoTime();
+                    toKeep = watch.kept(look);
+                }
             }
             heartbeatIfPinned(watchConnection, look.confirmedLsn());
         } catch (SQLException e) {
@@ -249,6 +326,11 @@ public final class SlotMonitor implements AutoCloseable {
         timer.shutdownNow();
         synchronized (this) {
             closeWatchConnection();
+        }
+        synchronized (offsetSettings) {
+            if (offsets != null) {
+                offsets.close();
+            }
         }
     }
 }

@@ -10,8 +10,13 @@ import java.util.Optional;
  * @param offsets the engine's entries, key to value (empty when none is stored)
  * @param state   {@link OffsetTable#STORED} once it stored a position, {@link OffsetTable#RESET} after an operator reset; empty
  *                before either
+ * @param catalog the catalog the router last streamed with ({@link OffsetTable#CATALOG_KEY}); empty when none is kept
  */
-record StoredPosition(Map<String, String> offsets, Optional<String> state) {
+record StoredPosition(Map<String, String> offsets, Optional<String> state, Optional<String> catalog) {
+
+    StoredPosition(Map<String, String> offsets, Optional<String> state) {
+        this(offsets, state, Optional.empty());
+    }
 
     boolean isEmpty() {
         return offsets.isEmpty();

@@ -49,6 +49,17 @@ public final class OffsetTable implements AutoCloseable {
      * again): the router refuses to start until an operator accepts it ({@code run --accept-gap}).
      */
     public static final String GAP_KEY = "outbox-router.gap";
+    /**
+     * The row that keeps the catalog a Postgres router streamed with (its publication's and outbox tables' identities) and
+     * the oldest transaction running when it last found them in order: a change made while no router streamed is found
+     * at the next start, with the rows it may have cost.
+     */
+    public static final String CATALOG_KEY = "outbox-router.catalog";
+    /**
+     * The row that names where this router's positions come from (a token made once per offsets table and router): an
+     * offsets topic whose positions for the same name carry another token was written by another router.
+     */
+    public static final String SOURCE_KEY = "outbox-router.source";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -93,6 +104,8 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(AUTHORITY_KEY);
         out.remove(RETENTION_HOLD_KEY);
         out.remove(GAP_KEY);
+        out.remove(CATALOG_KEY);
+        out.remove(SOURCE_KEY);
         return out;
     }
 
@@ -118,6 +131,16 @@ public final class OffsetTable implements AutoCloseable {
     /** The loss recorded while the router ran ({@link #GAP_KEY}), as JSON text; empty when none is. */
     public Optional<String> gap(String routerName) {
         return Optional.ofNullable(readAll(routerName).get(GAP_KEY));
+    }
+
+    /** The catalog the router last streamed with ({@link #CATALOG_KEY}), as JSON text; empty when none is kept. */
+    public Optional<String> catalog(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(CATALOG_KEY));
+    }
+
+    /** The token of this router's positions ({@link #SOURCE_KEY}); empty before the first exactly-once start. */
+    public Optional<String> source(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(SOURCE_KEY));
     }
 
     /** Which copy of the router's position is authoritative ({@link #TABLE}, {@link #TOPIC}); empty when no row says. */

@@ -273,8 +273,11 @@ final class SourceStream implements AutoCloseable {
             var gap = JSON.createObjectNode().put("detected", java.time.Instant.now().toString()).put("problem", problem);
             // ASCII only: the problem may quote an outbox row, and an offsets table's text column need not hold every character.
             String value = JSON.writer().with(com.fasterxml.jackson.core.json.JsonWriteFeature.ESCAPE_NON_ASCII).writeValueAsString(gap);
-            table.write(config.name(), java.util.Map.of(OffsetTable.GAP_KEY, value,
-                    OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()));
+            var entries = new java.util.HashMap<String, String>();
+            entries.put(OffsetTable.GAP_KEY, value);
+            entries.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow());
+            entries.put(OffsetTable.CATALOG_KEY, null); // the gap names the rows; the next start takes the catalog anew
+            table.write(config.name(), entries);
         } catch (RuntimeException | com.fasterxml.jackson.core.JsonProcessingException ex) {
             LOG.error("Router {}: could not record the loss in the offsets table ({}); the next start will not refuse on its own: "
                     + "publish the rows named above before starting it again", config.name(), ex.getMessage());

@@ -119,6 +119,83 @@ class PostgresLiveDriftIT {
     }
 
     /**
+     * The same migration while no router runs: the table is re-created and added back to the publication before the next
+     * start. The catalog the router streamed with is kept in its offsets table, so the start refuses with the rows to
+     * replay, instead of taking the new table for the one it always read.
+     */
+    @Test
+    void anOutboxTableRecreatedWhileTheRouterIsStoppedIsNamedAtTheNextStart() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("downrecreate"));
+        String topics = OutboxContract.unique("downrecreate");
+        var file = config(db, "down-recreate", topics);
+        var config = RouterConfigLoader.load(file, Map.of());
+        String publication = config.source().postgres().publication();
+        var before = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            try (var router = Router.start(config); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, before);
+                c.commit();
+                kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+                Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> kept(db, config.offsets().table(), config.name()));
+            }
+            try (var c = db.connect(); var st = c.createStatement()) {
+                st.execute("DROP TABLE public.outbox");
+                st.execute(OUTBOX);
+                c.commit();
+                db.insert(c, lost);
+                c.commit();
+                st.execute("ALTER PUBLICATION " + publication + " ADD TABLE public.outbox");
+                c.commit();
+            }
+
+            String refused = refusal(config);
+            assertThat(refused).contains("while the router was stopped, outbox table public.outbox was dropped and created again")
+                    .contains("--accept-gap").containsPattern(FROM_XID);
+            assertThat(RouterStops.cli("check", "--config", file.toString()))
+                    .contains("FAIL  stored position: while the router was stopped");
+
+            var xid = FROM_XID.matcher(refused);
+            assertThat(xid.find()).isTrue();
+            String dryRun = RouterStops.cli("replay", "--config", file.toString(), "--from-xid", xid.group(1), "--dry-run");
+            assertThat(dryRun).contains(lost.id().toString());
+            RouterStops.cli("replay", "--config", file.toString(), "--from-xid", xid.group(1));
+            kafka.awaitIds(Set.of(lost.id()), Duration.ofSeconds(60));
+
+            var after = TestEvent.of("Order", "o-1", 3);
+            try (var router = Router.start(config, true); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+            // Accepted once: the next start compares with the new table and goes on.
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            }
+        }
+    }
+
+    private static String refusal(io.outboxrouter.config.RouterConfig config) {
+        try (var router = Router.start(config)) {
+            throw new AssertionError("started: " + router);
+        } catch (SourceSetupException e) {
+            return e.getMessage();
+        }
+    }
+
+    private static boolean kept(PostgresOutbox db, String table, String router) throws Exception {
+        try (var c = db.connect(); var ps = c.prepareStatement("SELECT 1 FROM " + table
+                + " WHERE router_name = ? AND offset_key = 'outbox-router.catalog'")) {
+            ps.setString(1, router);
+            try (var rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    /**
      * A slot invalidated by max_slot_wal_keep_size while a long transaction pins it: the router stops, instead of
      * Debezium's half hour of retries with the health check saying "still trying", and check and start refuse the slot.
      */
