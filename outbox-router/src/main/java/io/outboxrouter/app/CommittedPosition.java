@@ -30,11 +30,12 @@ final class CommittedPosition {
      * @param table     the stream's offsets table, open
      * @param committed the stream's positions in the offsets topic ({@code OffsetsTopic.read})
      * @param fence     the stream's fencing token: the table is written only while it is still this process's
+     * @param tableWins the table's positions win whatever it says (the topic's came from another router of the same name)
      * @return what the offsets topic must be told (key to value, null to forget) for it to agree with the table; empty
      *         when it already does, or when the table was corrected instead
      */
     static Map<String, String> reconcile(RouterConfig config, OffsetTable table, String topic, Map<String, String> committed,
-                                         long fence) {
+                                         long fence, boolean tableWins) {
         var stored = table.read(config.name());
         var differing = new TreeSet<String>();
         var keys = new HashSet<>(committed.keySet());
@@ -49,7 +50,7 @@ final class CommittedPosition {
         }
         // The table, when it says so or the topic holds nothing (deleted, or never written: the first exactly-once
         // start); else the topic, also when no row says (a table that is new, lost, or of a build before this).
-        if (committed.isEmpty() || table.authority(config.name()).filter(OffsetTable.TABLE::equals).isPresent()) {
+        if (tableWins || committed.isEmpty() || table.authority(config.name()).filter(OffsetTable.TABLE::equals).isPresent()) {
             var toTopic = new LinkedHashMap<String, String>();
             differing.forEach(key -> toTopic.put(key, stored.get(key)));
             LOG.warn("Router {}: the offsets topic {} says {}, the offsets table {}; the table's is the position (written by an "

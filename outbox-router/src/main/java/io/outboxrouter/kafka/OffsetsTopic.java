@@ -125,6 +125,27 @@ public final class OffsetsTopic {
 
     /** As {@link #read(String)}, from one partition only (the stream's, {@link #partitionOf}), or every one when null. */
     public Map<String, String> read(String streamName, Integer partition) {
+        return scan(partition, key -> EngineOffsets.engineOf(key).filter(streamName::equals).isPresent());
+    }
+
+    /** The key of a stream's source mark: not an engine key, so {@link #read} leaves it out. */
+    public static String sourceKey(String streamName) {
+        return "outbox-router.source:" + streamName;
+    }
+
+    /**
+     * The source mark of a stream ({@link #sourceKey}): which router's offsets table its positions in this topic came
+     * from. Empty when none was written (a topic of an earlier build, or a stream's first exactly-once start).
+     */
+    public Optional<String> readSource(String streamName, int shardIndex) {
+        int partitions = partitions();
+        String key = sourceKey(streamName);
+        return partitions == 0 ? Optional.empty()
+                : Optional.ofNullable(scan(partitionOf(shardIndex, partitions), key::equals).get(key));
+    }
+
+    /** The last value of each key that {@code keys} takes, read committed up to the end of one partition (every one when null). */
+    private Map<String, String> scan(Integer partition, java.util.function.Predicate<String> keys) {
         var positions = new LinkedHashMap<String, String>();
         try (var consumer = consumer()) {
             var partitions = consumer.partitionsFor(topic, TIMEOUT).stream()
@@ -147,7 +168,7 @@ public final class OffsetsTopic {
                         continue;
                     }
                     String key = new String(r.key(), StandardCharsets.UTF_8);
-                    if (EngineOffsets.engineOf(key).filter(streamName::equals).isPresent()) {
+                    if (keys.test(key)) {
                         if (r.value() == null) {
                             positions.remove(key);
                         } else {

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.outboxrouter.app.Router;
+import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.cdc.SourcePosition;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.RouterConfigLoader;
@@ -277,6 +278,46 @@ class PostgresExactlyOnceIT {
                 // The slot was not confirmed past it: the two events after it, which the topic says were never
                 // committed, are published again.
                 assertThat(kafka.settle(Duration.ofSeconds(2))).as("o-1 #2 and #3 again").hasSize(5);
+            }
+        }
+    }
+
+    /**
+     * Two routers of one name, each on its own database, on one Kafka cluster: the second is refused before it fences the
+     * first (a shared transactional id) or resumes from its positions; the first goes on. A router whose offsets table
+     * lost its rows is refused the same way, and --accept-gap resumes it from the topic's positions with nothing twice.
+     */
+    @Test
+    void aSecondRouterOfTheSameNameOnAnotherDatabaseIsRefusedBeforeItFencesTheFirst() throws Exception {
+        String name = routerName("samename");
+        String topics = OutboxContract.unique("samename");
+        var first = newDatabase("samename1");
+        var other = newDatabase("samename2");
+        var config = RouterConfigLoader.parse(OutboxContract.configYaml(first, name, topics, 0) + EXACTLY_ONCE, Map.of());
+        var otherConfig = RouterConfigLoader.parse(OutboxContract.configYaml(other, name, topics, 0) + EXACTLY_ONCE, Map.of());
+        try (var kafka = KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*")) {
+            try (var router = OutboxContract.startRouter(config)) {
+                publish(first, kafka, TestEvent.of("Order", "o-1", 1));
+                assertThatThrownBy(() -> Router.start(otherConfig).close()).isInstanceOf(SourceSetupException.class)
+                        .hasMessageContaining("holds positions of router " + name + " that came from another offsets table")
+                        .hasMessageContaining("give each router a name of its own");
+                publish(first, kafka, TestEvent.of("Order", "o-1", 2)); // not fenced
+                assertThat(router.isReady()).isTrue();
+            }
+            try (var c = first.connect(); var st = c.createStatement()) {
+                st.execute("DELETE FROM " + config.offsets().table() + " WHERE router_name = '" + name + "'");
+                c.commit();
+            }
+            assertThatThrownBy(() -> Router.start(config).close()).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("or this router's offsets table lost its rows").hasMessageContaining("run --accept-gap");
+            try (var router = Router.start(config, true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                publish(first, kafka, TestEvent.of("Order", "o-1", 3));
+                assertThat(kafka.settle(Duration.ofSeconds(2))).as("each event once, resumed from the topic's position").hasSize(3);
+            }
+            // Taken over once: the next start, without the flag, goes on.
+            try (var router = OutboxContract.startRouter(config)) {
+                publish(first, kafka, TestEvent.of("Order", "o-1", 4));
             }
         }
     }
