@@ -29,6 +29,11 @@ final class PostgresSource implements Source {
     private final RouterConfig config;
     /** A shard's row filter per outbox table, found by {@link #prepare()}: its snapshot reads only its rows. */
     private volatile Map<String, String> shardFilters = Map.of();
+    /**
+     * Found by {@link #drift}: the slot exists but no position is stored, so the stream resumes from the slot without an
+     * initial snapshot (Debezium would stream from the snapshot's position and skip what the slot holds before it).
+     */
+    private volatile boolean resumeFromSlot;
 
     /**
      * How often, while nothing is read, the connector emits a heartbeat record when it runs without transaction metadata:
@@ -78,7 +83,7 @@ final class PostgresSource implements Source {
         p.setProperty("slot.name", pg.slot());
         p.setProperty("publication.name", pg.publication());
         p.setProperty("publication.autocreate.mode", "disabled"); // prepare() creates it, with only our tables
-        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
+        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL && !resumeFromSlot ? "initial" : "no_data");
         // A restarted router takes its slot over quickly once the old walsender is gone (after a crash, seconds).
         p.setProperty("slot.retry.delay.ms", "1000");
         p.setProperty("slot.max.retries", "60");
@@ -160,6 +165,7 @@ final class PostgresSource implements Source {
 
     @Override
     public Optional<Drift> drift(StoredPosition stored) throws SQLException {
+        resumeFromSlot = false;
         if (stored.reset()) {
             return Optional.empty();
         }
@@ -230,9 +236,13 @@ final class PostgresSource implements Source {
         } else if (slotExists && stored.isEmpty()) {
             // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
             // slot only moves after a position was stored here; events after it may be published again, none skipped.
+            // An initial snapshot now would stream from its own later position instead, past rows deleted meanwhile.
+            resumeFromSlot = config.source().snapshot() == SnapshotMode.INITIAL;
             LOG.warn("Router {} has no stored position in {}{}; resuming from its slot {} at {}: events after it may be published "
-                    + "again, none is skipped", config.name(), table, stored.storedBefore() ? " (its rows were deleted or the table "
-                    + "truncated)" : "", pg.slot(), confirmed);
+                    + "again, none is skipped{}", config.name(), table, stored.storedBefore() ? " (its rows were deleted or the table "
+                    + "truncated)" : "", pg.slot(), confirmed, resumeFromSlot ? ". The initial snapshot (source.snapshot) is not "
+                    + "taken: the slot holds the changes since it was last confirmed, which a snapshot would go past; to publish "
+                    + "the rows in the table again, use replay" : "");
         }
         return Optional.empty();
     }
