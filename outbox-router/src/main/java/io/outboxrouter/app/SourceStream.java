@@ -66,7 +66,7 @@ final class SourceStream implements AutoCloseable {
         this.source = source;
         this.handlers = handlers;
         if (!config.kafka().exactlyOnce()) {
-            this.sink = new KafkaPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+            this.sink = new KafkaPublisher(config.kafka(), config.name(), streamsInProcess(config), Duration.ofMillis(200), metrics);
             this.handler = handlers.apply(sink);
         }
         this.metrics = metrics;
@@ -198,7 +198,8 @@ final class SourceStream implements AutoCloseable {
             var topic = new OffsetsTopic(config.kafka());
             try {
                 var token = sourceToken(table, topic, acceptForeign);
-                var transactional = new TransactionalPublisher(config.kafka(), config.name(), Duration.ofMillis(200), metrics);
+                var transactional = new TransactionalPublisher(config.kafka(), config.name(), streamsInProcess(config),
+                        Duration.ofMillis(200), metrics);
                 sink = transactional;
                 handler = handlers.apply(transactional);
                 transactional.activate();
@@ -319,6 +320,11 @@ final class SourceStream implements AutoCloseable {
         public void failed(Throwable error) {
             completion.completeExceptionally(error);
         }
+    }
+
+    /** The streams of the router in this process (a sharded router's), which share its heap. */
+    private static int streamsInProcess(RouterConfig config) {
+        return config.source().kind().isBinlog() ? 1 : config.source().postgres().runs().size();
     }
 
     private record SourceToken(String token, boolean tableWins) {

@@ -59,9 +59,15 @@ public final class KafkaPublisher implements EventSink {
 
     /** A publisher with Kafka producers made from the configuration; {@code listener} hears of each retry. */
     public KafkaPublisher(KafkaConfig kafka, String clientId, Duration initialBackoff, RouterListener listener) {
-        this(() -> new KafkaProducer<>(producerConfig(kafka, clientId)), new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()),
-                listener, TopicProbe.of(producerConfig(kafka, clientId)),
-                Integer.parseInt(producerConfig(kafka, clientId).getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)));
+        this(kafka, clientId, 1, initialBackoff, listener);
+    }
+
+    /** @param streams how many streams of the router share this process's heap (a sharded router's): each producer takes its share */
+    public KafkaPublisher(KafkaConfig kafka, String clientId, int streams, Duration initialBackoff, RouterListener listener) {
+        this(() -> new KafkaProducer<>(producerConfig(kafka, clientId, streams)),
+                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
+                TopicProbe.of(producerConfig(kafka, clientId, streams)), Integer.parseInt(producerConfig(kafka, clientId, streams)
+                        .getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)));
     }
 
     /**
@@ -91,6 +97,10 @@ public final class KafkaPublisher implements EventSink {
     }
 
     static Properties producerConfig(KafkaConfig kafka, String clientId) {
+        return producerConfig(kafka, clientId, 1);
+    }
+
+    static Properties producerConfig(KafkaConfig kafka, String clientId, int streams) {
         var p = new Properties();
         // Every send of a batch ends with a flush (a transaction's commit flushes too), which sends what lingers at once:
         // linger costs no latency, and spares the sender thread from shipping each partition's first records alone
@@ -104,7 +114,7 @@ public final class KafkaPublisher implements EventSink {
         p.putAll(kafka.producer());
         // Kafka's default is 32 MB, a quarter of a small heap, and a producer never gives back what it once took; a record
         // larger than the buffer is refused, so it holds at least two of the largest.
-        p.putIfAbsent(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(defaultBufferMemory(),
+        p.putIfAbsent(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(defaultBufferMemory(streams),
                 2 * Long.parseLong(p.getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)))));
         // Not overridable (the config loader refuses other values): the delivery guarantees depend on them.
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
@@ -117,9 +127,12 @@ public final class KafkaPublisher implements EventSink {
         return p;
     }
 
-    /** The producer's buffer unless {@code kafka.producer.buffer.memory} says otherwise: an eighth of the heap, at most 32 MB. */
-    static long defaultBufferMemory() {
-        return Math.max(4L << 20, Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 8));
+    /**
+     * The producer's buffer unless {@code kafka.producer.buffer.memory} says otherwise: an eighth of the heap, at most
+     * 32 MB, shared by the streams of one process.
+     */
+    static long defaultBufferMemory(int streams) {
+        return Math.max(4L << 20, Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 8) / Math.max(1, streams));
     }
 
     @Override

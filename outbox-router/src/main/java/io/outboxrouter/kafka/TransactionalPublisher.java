@@ -106,24 +106,40 @@ public final class TransactionalPublisher implements EventSink {
      *                   {@code transactional.id} ({@link KafkaConfig#transactionalId})
      */
     public TransactionalPublisher(KafkaConfig kafka, String streamName, Duration initialBackoff, RouterListener listener) {
-        this(kafka, streamName, KafkaConfig.transactionalId(streamName), initialBackoff, listener);
+        this(kafka, streamName, 1, initialBackoff, listener);
+    }
+
+    /** @param streams how many streams of the router share this process's heap (a sharded router's): each takes its share */
+    public TransactionalPublisher(KafkaConfig kafka, String streamName, int streams, Duration initialBackoff, RouterListener listener) {
+        this(kafka, streamName, KafkaConfig.transactionalId(streamName), streams, initialBackoff, listener);
     }
 
     /** @param transactionalId another id than the stream's (a replay's: {@code outbox-router.<name>.replay}) */
     public TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, Duration initialBackoff,
                                   RouterListener listener) {
+        this(kafka, streamName, transactionalId, 1, initialBackoff, listener);
+    }
+
+    private TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, int streams, Duration initialBackoff,
+                                   RouterListener listener) {
         this(streamName, transactionalId, kafka.offsetsTopic(),
-                () -> new KafkaProducer<>(producerConfig(kafka, streamName, transactionalId)),
+                () -> new KafkaProducer<>(producerConfig(kafka, streamName, transactionalId, streams)),
                 new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
-                TopicProbe.of(producerConfig(kafka, streamName, transactionalId)),
-                Integer.parseInt(producerConfig(kafka, streamName, transactionalId).getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-                        DEFAULT_MAX_REQUEST)));
+                TopicProbe.of(producerConfig(kafka, streamName, transactionalId, streams)),
+                Integer.parseInt(producerConfig(kafka, streamName, transactionalId, streams).getProperty(
+                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)), streams);
     }
 
     /** @param producers makes a transactional producer for each {@link #activate} ({@code MockProducer} in tests) */
     public TransactionalPublisher(String streamName, String transactionalId, String offsetsTopic,
                                   Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener,
                                   TopicProbe probe, int maxRequestBytes) {
+        this(streamName, transactionalId, offsetsTopic, producers, retry, listener, probe, maxRequestBytes, 1);
+    }
+
+    private TransactionalPublisher(String streamName, String transactionalId, String offsetsTopic,
+                                   Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener,
+                                   TopicProbe probe, int maxRequestBytes, int streams) {
         this.streamName = streamName;
         this.transactionalId = transactionalId;
         this.offsetsTopic = offsetsTopic;
@@ -132,7 +148,7 @@ public final class TransactionalPublisher implements EventSink {
         this.listener = listener;
         this.probe = probe;
         this.maxRequestBytes = maxRequestBytes;
-        this.resendCapBytes = Runtime.getRuntime().maxMemory() / 16;
+        this.resendCapBytes = Runtime.getRuntime().maxMemory() / 16 / Math.max(1, streams);
     }
 
     /**
@@ -144,7 +160,11 @@ public final class TransactionalPublisher implements EventSink {
 
     /** The producer settings of a transactional stream: the at-least-once ones, with its transactional id. */
     public static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId) {
-        var p = KafkaPublisher.producerConfig(kafka, clientId);
+        return producerConfig(kafka, clientId, transactionalId, 1);
+    }
+
+    static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId, int streams) {
+        var p = KafkaPublisher.producerConfig(kafka, clientId, streams);
         p.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, DEFAULT_TRANSACTION_TIMEOUT_MS);
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
         return p;

@@ -50,6 +50,17 @@ class KafkaPublisherTest {
                 .containsEntry("client.id", "orders-router").containsEntry("bootstrap.servers", "k:9092");
     }
 
+    /** The shards of one process share its heap: each producer's default buffer is a share of the one-stream default. */
+    @Test
+    void theStreamsOfOneProcessShareTheDefaultProducerBuffer() {
+        var kafka = new KafkaConfig("k:9092", Map.of(), Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets");
+        long one = Long.parseLong(KafkaPublisher.producerConfig(kafka, "r", 1).getProperty("buffer.memory"));
+        long ofFour = Long.parseLong(KafkaPublisher.producerConfig(kafka, "r", 4).getProperty("buffer.memory"));
+        assertThat(ofFour).isEqualTo(Math.max(4L << 20, one / 4));
+        var set = new KafkaConfig("k:9092", Map.of("buffer.memory", "50000000"), Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets");
+        assertThat(KafkaPublisher.producerConfig(set, "r", 4).getProperty("buffer.memory")).as("as the user set it").isEqualTo("50000000");
+    }
+
     /** A producer whose every send fails through its callback with the given error. */
     private static MockProducer<byte[], byte[]> failing(RuntimeException error, AtomicInteger made) {
         made.incrementAndGet();
