@@ -54,12 +54,39 @@ public final class PostgresDdl {
      * @param viaRoot whether a partitioned table's changes are published under its own name, not its partitions' (Postgres 13+)
      */
     public static String createPublication(String publication, List<String> tables, boolean viaRoot) {
+        return createPublication(publication, tables, viaRoot, Map.of());
+    }
+
+    /** @param columnLists a table's column list (Postgres 15+), for the tables that have one */
+    public static String createPublication(String publication, List<String> tables, boolean viaRoot, Map<String, List<String>> columnLists) {
         if (tables.isEmpty()) {
             // A tableless outbox: pgoutput needs a publication, and logical decoding messages pass whatever it publishes.
             return "CREATE PUBLICATION " + publication;
         }
-        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables)
+        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables.stream().map(t -> entry(t, columnLists)).toList())
                 + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
+    }
+
+    /** A table entry of a publication: the table, and its column list when it has one. */
+    static String entry(String table, Map<String, List<String>> columnLists) {
+        var list = columnLists.get(table);
+        return list == null ? table : table + " (" + String.join(", ", list.stream().map(PostgresDdl::ident).toList()) + ")";
+    }
+
+    /**
+     * The statements that give one table of an existing publication a new column list, keeping the publication's other
+     * tables and the table's row filter: in one transaction, so that no change is decoded with the table out of the publication.
+     *
+     * @param rowFilter the entry's row filter, or null
+     */
+    public static String setColumnList(String publication, String table, List<String> list, String rowFilter) {
+        return "BEGIN; ALTER PUBLICATION " + publication + " DROP TABLE " + table + "; ALTER PUBLICATION " + publication + " ADD TABLE "
+                + entry(table, Map.of(table, list)) + (rowFilter == null ? "" : " WHERE (" + rowFilter + ")") + "; COMMIT";
+    }
+
+    /** A column name as SQL takes it: quoted unless it is a plain lower-case name. */
+    static String ident(String column) {
+        return column.matches("[a-z_][a-z0-9_$]*") ? column : "\"" + column.replace("\"", "\"\"") + "\"";
     }
 
     /**
@@ -98,7 +125,14 @@ public final class PostgresDdl {
      */
     public static String createShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
                                                 String shardName, boolean viaRoot) {
-        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName))
+        return createShardPublication(publication, filters, heartbeatTable, shardName, viaRoot, Map.of());
+    }
+
+    /** @param columnLists a table's column list (Postgres 15+), for the tables that have one */
+    public static String createShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
+                                                String shardName, boolean viaRoot, Map<String, List<String>> columnLists) {
+        return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName,
+                columnLists))
                 + " WITH (publish = 'insert'" + (viaRoot ? ", publish_via_partition_root = true" : "") + ")";
     }
 
@@ -107,15 +141,17 @@ public final class PostgresDdl {
      * the publication as it was, so one dropped and created again under a slot leaves the slot unable to decode.
      */
     public static String alterShardPublication(String publication, Map<String, String> filters, String heartbeatTable,
-                                               String shardName, boolean viaRoot) {
-        return "ALTER PUBLICATION " + publication + " SET TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName))
+                                               String shardName, boolean viaRoot, Map<String, List<String>> columnLists) {
+        return "ALTER PUBLICATION " + publication + " SET TABLE " + String.join(", ", shardTables(filters, heartbeatTable, shardName,
+                columnLists))
                 + "; ALTER PUBLICATION " + publication + " SET (publish = 'insert'" + (viaRoot ? ", publish_via_partition_root = true" : "")
                 + ")";
     }
 
-    private static List<String> shardTables(Map<String, String> filters, String heartbeatTable, String shardName) {
+    private static List<String> shardTables(Map<String, String> filters, String heartbeatTable, String shardName,
+                                            Map<String, List<String>> columnLists) {
         var tables = new ArrayList<String>();
-        filters.forEach((table, filter) -> tables.add(table + " WHERE (" + filter + ")"));
+        filters.forEach((table, filter) -> tables.add(entry(table, columnLists) + " WHERE (" + filter + ")"));
         if (heartbeatTable != null) {
             tables.add(heartbeatTable + " WHERE (router_name = '" + shardName.replace("'", "''") + "')");
         }

@@ -42,25 +42,27 @@ final class PostgresPreflight {
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
-        return create(routerName, source, aggregateId);
+        return create(routerName, source, columns, aggregateId);
     }
 
     /**
      * Creates the heartbeat table and the publication(s) of the router's layout when missing, without checking first (a
      * re-shard creates the next layout while the earlier one still streams).
      *
+     * @param columns the columns the router reads: on Postgres 15+ the publication lists only those (and the replica identity)
      * @return a shard's row filter per outbox table (for its snapshot); empty when not sharded
      */
-    static Map<String, String> create(String routerName, SourceConfig source, String aggregateId) {
+    static Map<String, String> create(String routerName, SourceConfig source, Collection<String> columns, String aggregateId) {
         var conn = source.connection();
         var pg = source.postgres();
         try (Connection c = conn.open()) {
             if (pg.heartbeat()) {
                 ensureHeartbeatTable(c, pg.heartbeatTable());
             }
+            var lists = ColumnLists.of(c, source.tables(), columns);
             if (pg.shard() == null) {
                 ensurePublication(c, pg.publication(), PostgresDdl.createPublication(pg.publication(), published(source),
-                        anyPartitioned(c, published(source))), published(source));
+                        anyPartitioned(c, published(source)), lists), published(source));
                 return Map.of();
             }
             var filters = shardFilters(c, source, aggregateId, new ArrayList<>());
@@ -75,7 +77,7 @@ final class PostgresPreflight {
                     var eachFilters = shardFilters(c, source, aggregateId, new ArrayList<>(), each);
                     String publication = layout.publication(i);
                     ensurePublication(c, publication, PostgresDdl.createShardPublication(publication, eachFilters,
-                            pg.heartbeat() ? pg.heartbeatTable() : null, layout.routerName(i), anyPartitioned(c, source.tables())),
+                            pg.heartbeat() ? pg.heartbeatTable() : null, layout.routerName(i), anyPartitioned(c, source.tables()), lists),
                             source.tables());
                 }
             }
@@ -120,9 +122,10 @@ final class PostgresPreflight {
                 checks.add(messagesCheck(c, source.postgres().messagePrefix()));
             }
             if (source.postgres().shard() == null) {
-                checks.add(publicationCheck(c, source.postgres().publication(), source.postgres().slot(), published(source)));
+                checks.add(publicationCheck(c, source.postgres().publication(), source.postgres().slot(), published(source),
+                        ColumnLists.of(c, source.tables(), columns)));
             } else {
-                checks.addAll(shardChecks(c, routerName, source, aggregateId));
+                checks.addAll(shardChecks(c, routerName, source, aggregateId, ColumnLists.of(c, source.tables(), columns)));
             }
             publishedRowsCheck(c, source.postgres().publication(), source.tables(), columns).ifPresent(checks::add);
         } catch (SQLException e) {
@@ -260,10 +263,11 @@ final class PostgresPreflight {
             + "publish what was committed since the router's stored position with replay --since <the time offsets show prints "
             + "as updated>";
 
-    private static Check publicationCheck(Connection c, String publication, String slot, List<String> tables) throws SQLException {
+    private static Check publicationCheck(Connection c, String publication, String slot, List<String> tables,
+                                          Map<String, List<String>> columnLists) throws SQLException {
         var published = publishedTables(c, publication);
         boolean partitioned = anyPartitioned(c, tables);
-        String create = PostgresDdl.createPublication(publication, tables, partitioned);
+        String create = PostgresDdl.createPublication(publication, tables, partitioned, columnLists);
         if (published.isEmpty() && slotExists(c, slot)) {
             return missingBehindSlot(publication, slot);
         }
@@ -348,13 +352,18 @@ final class PostgresPreflight {
                         var list = columns(c, t).stream().filter(col -> listed.contains(col) || columns.contains(col)).toList();
                         return Optional.of(Check.fail("published rows", "publication " + publication + " publishes " + t + " without "
                                 + "column(s) " + String.join(", ", missing) + " that the router reads (its column list)",
-                                "ALTER PUBLICATION " + publication + " SET TABLE " + t + " (" + String.join(", ", list) + ")"));
+                                ColumnLists.fix(c, publication, t, list)));
                     }
                 }
             }
         }
+        var saving = new ArrayList<String>();
+        for (String t : tables) {
+            ColumnLists.wouldSave(c, publication, t, columns).ifPresent(saving::add);
+        }
         return Optional.of(Check.pass("published rows", "publication " + publication + " publishes the inserts of "
-                + String.join(", ", tables) + " with every column the router reads"));
+                + String.join(", ", tables) + " with every column the router reads" + (saving.isEmpty() ? ""
+                : ". " + String.join(". ", saving))));
     }
 
     /** The slots of this router's other shard layouts (1: unsharded), by their number of shards. */
@@ -379,7 +388,8 @@ final class PostgresPreflight {
     }
 
     /** A shard's prerequisites: Postgres 15+ (row filters), an aggregate id Postgres can hash, its own publication. */
-    private static List<Check> shardChecks(Connection c, String routerName, SourceConfig source, String aggregateId) throws SQLException {
+    private static List<Check> shardChecks(Connection c, String routerName, SourceConfig source, String aggregateId,
+                                           Map<String, List<String>> columnLists) throws SQLException {
         var checks = new ArrayList<Check>();
         var pg = source.postgres();
         int version = Integer.parseInt(scalar(c, "SHOW server_version_num"));
@@ -401,7 +411,7 @@ final class PostgresPreflight {
             return checks;
         }
         String create = PostgresDdl.createShardPublication(pg.publication(), filters, pg.heartbeat() ? pg.heartbeatTable() : null,
-                routerName, anyPartitioned(c, source.tables()));
+                routerName, anyPartitioned(c, source.tables()), columnLists);
         var published = rowFilters(c, pg.publication());
         if (published.isEmpty() && slotExists(c, pg.slot())) {
             checks.add(missingBehindSlot(pg.publication(), pg.slot()));
@@ -437,7 +447,7 @@ final class PostgresPreflight {
                 : Check.fail("publication", "publication " + pg.publication() + " is not " + routerName + "'s: "
                         + String.join("; ", wrong) + ", so events would be missed or published twice",
                 PostgresDdl.alterShardPublication(pg.publication(), filters, pg.heartbeat() ? pg.heartbeatTable() : null, routerName,
-                        anyPartitioned(c, source.tables()))));
+                        anyPartitioned(c, source.tables()), columnLists)));
         return checks;
     }
 

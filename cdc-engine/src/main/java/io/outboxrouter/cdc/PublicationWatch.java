@@ -181,7 +181,7 @@ final class PublicationWatch {
                 inTable.stream().filter(col -> cols.contains(col) || columns.contains(col)).forEach(list::add);
                 return Optional.of(new Change("the entry of outbox table " + t + " in publication " + publication + " lost column(s) "
                         + String.join(", ", missing) + " that the router reads: its rows written since cannot be routed",
-                        "ALTER PUBLICATION " + publication + " SET TABLE " + t + " (" + String.join(", ", list) + ")"));
+                        ColumnLists.fix(c, publication, t, List.copyOf(list))));
             }
         }
         return Optional.empty();

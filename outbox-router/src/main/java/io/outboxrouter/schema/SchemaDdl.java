@@ -120,8 +120,21 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         }
         return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is. For a partitioned outbox\n")
                 .append("-- table, add WITH (publish_via_partition_root = true): its rows then arrive under the table's own name.\n")
-                .append(PostgresDdl.createPublication(publication, published, false)).append(";\n")
+                .append(COLUMN_LISTS)
+                .append(PostgresDdl.createPublication(publication, published, false, columnLists())).append(";\n")
                 .toString();
+    }
+
+    private static final String COLUMN_LISTS = "-- The column lists (Postgres 15+) keep the columns the router does not read (created_at) from the "
+            + "decoder.\n";
+
+    /** Each outbox table's column list: the columns the router reads, in the order {@link #tablesSql} creates them. */
+    private java.util.Map<String, List<String>> columnLists() {
+        var list = new ArrayList<>(List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload()));
+        list.addAll(headerColumns);
+        var lists = new LinkedHashMap<String, List<String>>();
+        tables.forEach(t -> lists.put(t, list));
+        return lists;
     }
 
     /** One publication per shard: the rows whose aggregate id hashes to it, and its heartbeat row; inserts only. */
@@ -135,13 +148,13 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
                 .append(shards).append(";\n-- (for a uuid column uuid_hash, for bigint hashint8, for integer hashint4: the router checks ")
                 .append("the publications at start.)\n")
                 .append("-- Run as the tables' owner; the router uses existing publications as they are. For a partitioned outbox\n")
-                .append("-- table, add publish_via_partition_root = true to the WITH clause.\n");
+                .append("-- table, add publish_via_partition_root = true to the WITH clause.\n").append(COLUMN_LISTS);
         for (int i = 0; i < shards; i++) {
             var shard = new Shard(i, shards);
             var filters = new LinkedHashMap<String, String>();
             tables.forEach(t -> filters.put(t, PostgresDdl.shardFilter(hash, shard)));
             sb.append(PostgresDdl.createShardPublication(publication + shard.suffix(), filters, heartbeatTable.orElse(null),
-                    shard.routerName(routerName), false)).append(";\n");
+                    shard.routerName(routerName), false, columnLists())).append(";\n");
         }
         return sb.toString();
     }

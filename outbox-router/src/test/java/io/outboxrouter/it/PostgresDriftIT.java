@@ -377,12 +377,24 @@ class PostgresDriftIT {
         String publication = config.source().postgres().publication();
         db.execute("CREATE PUBLICATION " + publication + " FOR TABLE public.outbox (id, aggregatetype, aggregateid, type), "
                 + "public.outbox_binary");
+        String fix = "BEGIN; ALTER PUBLICATION " + publication + " DROP TABLE public.outbox; ALTER PUBLICATION " + publication
+                + " ADD TABLE public.outbox (id, aggregatetype, aggregateid, type, payload); COMMIT";
         assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
-                .hasMessageContaining("publishes public.outbox without column(s) payload")
-                .hasMessageContaining("ALTER PUBLICATION " + publication + " SET TABLE public.outbox (id, aggregatetype, aggregateid, type, payload)");
+                .hasMessageContaining("publishes public.outbox without column(s) payload").hasMessageContaining(fix);
         assertThat(check(file)).contains("FAIL  published rows");
+        // The printed fix, as an operator runs it: the publication keeps its other table.
+        db.execute(fix.substring("BEGIN; ".length(), fix.length() - "; COMMIT".length()));
+        assertThat(check(file)).contains("PASS  published rows").doesNotContain("a column list would leave out created_at");
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM pg_publication_tables "
+                + "WHERE pubname = '" + publication + "'")) {
+            rs.next();
+            assertThat(rs.getInt(1)).isEqualTo(2);
+        }
 
+        // Without a list, check says what one would save, and how to add it.
         db.execute("ALTER PUBLICATION " + publication + " SET TABLE public.outbox, public.outbox_binary");
+        assertThat(check(file)).contains("sends every column of public.outbox; a column list would leave out created_at, "
+                + "tracingspancontext").contains("ADD TABLE public.outbox (id, aggregatetype, aggregateid, type, payload)");
         db.execute("ALTER PUBLICATION " + publication + " SET (publish = 'update')");
         assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
                 .hasMessageContaining("publication " + publication + " does not publish inserts")

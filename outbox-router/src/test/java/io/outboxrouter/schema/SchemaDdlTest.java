@@ -16,7 +16,7 @@ class SchemaDdlTest {
                 java.util.Optional.of("sales.router_heartbeat")).all();
         assertThat(ddl).contains("CREATE TABLE sales.outbox (", "event_id uuid PRIMARY KEY", "entity VARCHAR(255) NOT NULL",
                 "body jsonb", "tenant VARCHAR(512)", "CREATE INDEX outbox_created_at ON sales.outbox (created_at);",
-                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox, sales.router_heartbeat;",
+                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox (event_id, kind, entity, event, body, tenant), sales.router_heartbeat;",
                 "CREATE TABLE IF NOT EXISTS sales.router_heartbeat (router_name varchar(200) PRIMARY KEY",
                 "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT SELECT ON sales.outbox TO orders_router;",
                 "GRANT CREATE ON SCHEMA sales TO orders_router;", "wal_level = logical");
@@ -30,9 +30,9 @@ class SchemaDdlTest {
         var ddl = new SchemaDdl(SourceKind.POSTGRES, List.of("sales.outbox"), COLUMNS, List.of(), "orders_pub", "orders_router",
                 java.util.Optional.of("sales.router_heartbeat"), "orders-router", 2).all();
         assertThat(ddl).contains(
-                "CREATE PUBLICATION orders_pub_shard_0_of_2 FOR TABLE sales.outbox WHERE ((COALESCE(hashtext(entity::text), 0) & 2147483647) % 2 = 0), "
+                "CREATE PUBLICATION orders_pub_shard_0_of_2 FOR TABLE sales.outbox (event_id, kind, entity, event, body) WHERE ((COALESCE(hashtext(entity::text), 0) & 2147483647) % 2 = 0), "
                         + "sales.router_heartbeat WHERE (router_name = 'orders-router-shard-0-of-2') WITH (publish = 'insert');",
-                "CREATE PUBLICATION orders_pub_shard_1_of_2 FOR TABLE sales.outbox WHERE ((COALESCE(hashtext(entity::text), 0) & 2147483647) % 2 = 1), "
+                "CREATE PUBLICATION orders_pub_shard_1_of_2 FOR TABLE sales.outbox (event_id, kind, entity, event, body) WHERE ((COALESCE(hashtext(entity::text), 0) & 2147483647) % 2 = 1), "
                         + "sales.router_heartbeat WHERE (router_name = 'orders-router-shard-1-of-2') WITH (publish = 'insert');",
                 "GRANT SELECT, INSERT, DELETE ON sales.router_heartbeat TO orders_router;",
                 "SELECT (hashtext('<aggregate id>') & 2147483647) % 2")
