@@ -22,14 +22,10 @@ import org.apache.kafka.connect.source.SourceRecord;
 /**
  * The ceiling of anything built on Debezium: the Postgres connector in the embedded engine, with the router's connector
  * settings (poll, batch, column filter, no tombstones or context headers, transaction metadata off and a heartbeat every
- * 250 ms on Postgres; or with transaction metadata on, as the router runs under exactly-once delivery), and a consumer
- * that only counts the rows and marks them processed (offsets in memory). It runs in a JVM of its own started for each
- * drain, as the router does (the router's JVM options): a drain after a restart includes the JIT compiler's work. With
- * {@code stock}, its class path leaves out the router's cdc-engine module, so the connector runs Debezium's own classes:
- * the bare Debezium 3.5 connector, the reference of the 85% goal. Without it, the connector runs with the Debezium
- * classes the router replaces (io/debezium in cdc-engine: columns no record carries not resolved, the queue that does
- * not spin, conversion on the polling thread, the SchemaUtil backport): the ceiling of the router's own connector code.
- * The child writes its progress (count, first and last arrival) to a file the benchmark polls.
+ * 250 ms on Postgres; or with transaction metadata on, as the router runs under exactly-once delivery) on the router's
+ * publication, and a consumer that only counts the rows and marks them processed (offsets in memory). It runs in a JVM
+ * of its own started for each drain, as the router does (the router's JVM options): a drain after a restart includes the
+ * JIT compiler's work. The child writes its progress (count, first and last arrival) to a file the benchmark polls.
  */
 final class BareDebezium implements Contender {
     private final BenchDb db;
@@ -39,39 +35,20 @@ final class BareDebezium implements Contender {
     private Thread poller;
     private volatile boolean closed;
 
-    /** The name of the stock variant with the router's connector settings exactly: the reference of the 85% goal. */
+    /** The name of the variant with the router's connector settings exactly: the reference of the share goal. */
     static final String ROUTER_SETTINGS = "bare Debezium engine, router's connector settings";
-    /** The same with the Debezium classes the router replaces. */
-    static final String ROUTER_SETTINGS_PATCHED = "bare Debezium engine with the router's patched classes, router's connector settings";
 
     private final boolean transactionMetadata;
-    private final boolean stock;
 
-    BareDebezium(BenchDb db, String slot, boolean transactionMetadata, boolean stock) {
+    BareDebezium(BenchDb db, String slot, boolean transactionMetadata) {
         this.db = db;
         this.slot = slot;
         this.transactionMetadata = transactionMetadata;
-        this.stock = stock;
     }
 
     @Override
     public String name() {
-        if (transactionMetadata) {
-            return stock ? "bare Debezium engine, transaction metadata on"
-                    : "bare Debezium engine with the router's patched classes, transaction metadata on";
-        }
-        return stock ? ROUTER_SETTINGS : ROUTER_SETTINGS_PATCHED;
-    }
-
-    /** The benchmark's class path, without the cdc-engine module (and its io/debezium classes) for the stock variant. */
-    private String classPath() {
-        String path = System.getProperty("java.class.path");
-        if (!stock) {
-            return path;
-        }
-        return java.util.Arrays.stream(path.split(java.io.File.pathSeparator))
-                .filter(e -> !e.replace('\\', '/').matches(".*/cdc-engine([/-].*)?"))
-                .collect(java.util.stream.Collectors.joining(java.io.File.pathSeparator));
+        return transactionMetadata ? "bare Debezium engine, transaction metadata on" : ROUTER_SETTINGS;
     }
 
     @Override
@@ -85,9 +62,9 @@ final class BareDebezium implements Contender {
         // The router's JVM options too: what differs from the router is its own work, not the JVM's.
         var command = new java.util.ArrayList<>(List.of(java));
         command.addAll(RouterContender.RECOMMENDED_JVM_OPTIONS);
-        command.addAll(List.of("-cp", classPath(), BareDebezium.class.getName(),
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), BareDebezium.class.getName(),
                 Integer.toString(db.server.port()), db.server.user(), db.server.password(), db.database, slot,
-                Boolean.toString(transactionMetadata), progress.toString(), Boolean.toString(stock)));
+                Boolean.toString(transactionMetadata), progress.toString()));
         process = ChildProcess.start(command, dir, Map.of(), dir.resolve(slot + ".log"));
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(progress)) {
@@ -145,16 +122,8 @@ final class BareDebezium implements Contender {
         }
     }
 
-    /** The child: port user password database slot transaction-metadata progress-file stock. */
+    /** The child: port user password database slot transaction-metadata progress-file. */
     public static void main(String[] args) throws Exception {
-        // The connector classes this drain runs must be the variant's: Debezium's own (stock), or the router's copies.
-        String emitter = String.valueOf(Class.forName("io.debezium.connector.postgresql.PostgresChangeRecordEmitter")
-                .getProtectionDomain().getCodeSource().getLocation());
-        System.out.println("PostgresChangeRecordEmitter from " + emitter);
-        if (emitter.contains("debezium-connector-postgres") != Boolean.parseBoolean(args[7])) {
-            System.err.println("the " + (Boolean.parseBoolean(args[7]) ? "stock" : "patched") + " variant loaded the emitter from " + emitter);
-            System.exit(2);
-        }
         var p = new Properties();
         String slot = args[4];
         p.setProperty("name", "bare-" + slot);

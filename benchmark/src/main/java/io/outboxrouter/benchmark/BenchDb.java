@@ -40,6 +40,9 @@ final class BenchDb {
         return new BenchDb(server, database, true, true);
     }
 
+    /** The columns the router reads from the benchmark's outbox table: the column list of the publication it would create. */
+    static final String ROUTER_COLUMNS = "id, aggregatetype, aggregateid, type, payload";
+
     static BenchDb postgres(PostgresServer server) throws SQLException {
         var db = new BenchDb(server, server.createDatabase("bench"), true);
         db.execute("""
@@ -53,8 +56,11 @@ final class BenchDb {
                   relayed boolean NOT NULL DEFAULT false)""",
                 // The polling relay's index: unrelayed rows in insertion order.
                 "CREATE INDEX outbox_unrelayed ON public.outbox (created_at) WHERE NOT relayed",
-                // Inserts only: the relay's UPDATEs must not reach the log-based readers.
-                "CREATE PUBLICATION bench_pub FOR TABLE public.outbox WITH (publish = 'insert')");
+                // Inserts only: the relay's UPDATEs must not reach the log-based readers. The router's publication lists the
+                // columns it reads, as the router makes it (the raw reader and the bare connector read it too); Debezium
+                // Server's has every column, as its publication.autocreate.mode=filtered makes it.
+                "CREATE PUBLICATION bench_pub FOR TABLE public.outbox (" + ROUTER_COLUMNS + ") WITH (publish = 'insert')",
+                "CREATE PUBLICATION bench_pub_all FOR TABLE public.outbox WITH (publish = 'insert')");
         return db;
     }
 
@@ -73,7 +79,7 @@ final class BenchDb {
                     }
                 }
             }
-            execute("CREATE PUBLICATION " + name + " FOR TABLE public.outbox WHERE ((COALESCE(hashtext(aggregateid::text), 0) & 2147483647) % "
+            execute("CREATE PUBLICATION " + name + " FOR TABLE public.outbox (" + ROUTER_COLUMNS + ") WHERE ((COALESCE(hashtext(aggregateid::text), 0) & 2147483647) % "
                     + shards + " = " + i + ") WITH (publish = 'insert')");
         }
     }

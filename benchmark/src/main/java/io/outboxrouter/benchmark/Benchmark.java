@@ -119,12 +119,10 @@ public final class Benchmark {
         var slots = new ArrayList<List<String>>();
         contenders.add(new RawSlotReader(db, "raw_t" + txnSize));
         slots.add(List.of("raw_t" + txnSize));
-        contenders.add(new BareDebezium(db, "bare_t" + txnSize, true, false));
+        contenders.add(new BareDebezium(db, "bare_t" + txnSize, true));
         slots.add(List.of("bare_t" + txnSize));
-        contenders.add(new BareDebezium(db, "barenotx_t" + txnSize, false, true));
+        contenders.add(new BareDebezium(db, "barenotx_t" + txnSize, false));
         slots.add(List.of("barenotx_t" + txnSize));
-        contenders.add(new BareDebezium(db, "barepatched_t" + txnSize, false, false));
-        slots.add(List.of("barepatched_t" + txnSize));
         var router = new RouterContender(db, "router-t" + txnSize + "-" + round, "bench-router-t" + txnSize + "-" + round, bootstrap,
                 out, freePort());
         contenders.add(router);

@@ -138,7 +138,7 @@ final class DebeziumServerContender implements Contender {
                 "debezium.source.table.include.list=public.outbox",
                 "debezium.source.plugin.name=pgoutput",
                 "debezium.source.slot.name=" + slot,
-                "debezium.source.publication.name=bench_pub",
+                "debezium.source.publication.name=bench_pub_all",
                 "debezium.source.publication.autocreate.mode=disabled",
                 "debezium.source.snapshot.mode=no_data",
                 "debezium.source.poll.interval.ms=10",

@@ -68,10 +68,8 @@ final class ConnectorProperties {
 
     /**
      * The connector's queue holds at most a tenth of the heap (shared by the engines of a sharded router in one process),
-     * its records' sizes estimated by {@link QueuedSize}: a small heap then carries large rows in smaller batches instead
-     * of running out of memory. The same limit bounds a batch (the shadowed ChangeEventQueue), and with it what the
-     * Kafka producer holds at once (a batch is acknowledged before the next is taken). 0 (no limit) when the heap has no
-     * maximum.
+     * by Debezium's estimate of each record's size: a small heap then carries large rows in smaller batches instead of
+     * running out of memory. 0 (no limit) when the heap has no maximum.
      */
     static long queueBytes(RouterConfig config, long maxHeap) {
         if (maxHeap == Long.MAX_VALUE) {
