@@ -29,7 +29,9 @@ public final class ConfigReference {
             new Entry("source.postgres.shard", "all", "`i/N`: run only shard i (from 0) of N in this process, for one process per shard"),
             new Entry("source.postgres.messages.prefix", "none", "Postgres 14+: also route transactional logical decoding messages with this prefix (`pg_logical_emit_message(true, '<prefix>', '<json>')`, or the `outbox_emit` function `schema` prints): a tableless outbox; `source.tables` then defaults to none. See Tableless outbox"),
             new Entry("source.binlog.server-id", "derived from name", "MySQL/MariaDB: the replica id the router connects with; unique among the server's replicas"),
-            new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start"),
+            new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start "
+                    + "(Postgres: not when the slot exists without a stored position, which resumes from the slot so that nothing it "
+                    + "holds is skipped)"),
             new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),
             new Entry("source.max-batch-size", "`2048`", "most changes per batch"),
             new Entry("outbox.columns.id", "`id`", "event id column: the `id` header, for consumer de-duplication"),
