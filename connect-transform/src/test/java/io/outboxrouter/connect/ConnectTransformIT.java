@@ -228,6 +228,62 @@ class ConnectTransformIT {
     }
 
     /**
+     * Debezium's EventRouter and ours on one worker, each on a connector of its own over the same outbox, with the same
+     * options and the converters a Debezium deployment runs (JSON with schemas, the payload expanded): every event
+     * reaches both topics with the same key, value and header bytes and the same partition.
+     */
+    @Test
+    void theDropInGivesTheSameBytesAsDebeziumsEventRouterOnARealWorker() throws Exception {
+        var db = database("dropin");
+        String id = Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xFFFFFFFL);
+        var options = new LinkedHashMap<String, String>();
+        options.put("key.converter", "org.apache.kafka.connect.json.JsonConverter");
+        options.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+        options.put("transforms.outbox.table.fields.additional.placement", "type:header:eventType,tracingspancontext:header");
+        options.put("transforms.outbox.table.expand.json.payload", "true");
+        options.put("extended.headers.enabled", "false"); // the connector's own context headers name each connector
+        options.put("topic.creation.default.partitions", "3");
+        options.put("topic.creation.default.replication.factor", "1");
+        var names = Map.of("theirs", "io.debezium.transforms.outbox.EventRouter", "ours", EventRouter.class.getName());
+        for (var e : names.entrySet()) {
+            String name = "dropin-" + e.getKey() + "-" + id;
+            var config = connector(db, name, name, options);
+            config.keySet().removeIf(k -> k.startsWith("transforms.outbox.") && !options.containsKey(k));
+            config.put("transforms.outbox.type", e.getValue());
+            config.put("transforms.outbox.route.topic.replacement", name + ".${routedByValue}");
+            register(name, config);
+        }
+        var ids = new ArrayList<UUID>();
+        try (var c = db.connect()) {
+            for (int i = 0; i < 12; i++) {
+                ids.add(insert(c, i % 2 == 0 ? "Order" : "Customer", "a-" + (i % 5), i % 3 == 0 ? null : "00-trace-" + i));
+                c.commit();
+            }
+        }
+        var byTransform = new HashMap<String, Map<String, String>>();
+        for (String side : names.keySet()) {
+            try (var consumer = consumer("dropin-" + side + "-" + id + "\\..*", false)) {
+                var seen = new HashMap<String, String>();
+                for (var r : readUntil(consumer, ids.size(), Duration.ofSeconds(60))) {
+                    var headers = new StringBuilder();
+                    r.headers().forEach(h -> headers.append(h.key()).append('=')
+                            .append(h.value() == null ? "null" : new String(h.value(), StandardCharsets.UTF_8)).append(';'));
+                    String eventId = header(r, "id");
+                    seen.put(eventId, r.topic().substring(r.topic().indexOf('.')) + " p" + r.partition() + " key "
+                            + new String(r.key(), StandardCharsets.UTF_8) + " value " + new String(r.value(), StandardCharsets.UTF_8)
+                            + " headers " + headers);
+                }
+                byTransform.put(side, seen);
+            }
+        }
+        for (String side : names.keySet()) {
+            delete("dropin-" + side + "-" + id);
+        }
+        assertThat(byTransform.get("theirs")).hasSize(ids.size());
+        assertThat(byTransform.get("ours")).isEqualTo(byTransform.get("theirs"));
+    }
+
+    /**
      * Eight concurrent writers over 40 aggregates, 1 to 3 events per transaction: every committed row arrives once, on its topic, keyed by its aggregate id,
      * with the payload bytes as stored and the router's headers, in commit order per aggregate; rolled-back rows, updates
      * and deletes publish nothing; a row that cannot be routed goes to the dead-letter topic with the reason.
