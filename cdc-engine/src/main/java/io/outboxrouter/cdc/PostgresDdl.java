@@ -63,8 +63,17 @@ public final class PostgresDdl {
             // A tableless outbox: pgoutput needs a publication, and logical decoding messages pass whatever it publishes.
             return "CREATE PUBLICATION " + publication;
         }
+        // With column lists, inserts only: a list on a publication of updates and deletes must cover the table's replica
+        // identity, and an identity changed later (REPLICA IDENTITY FULL) would make Postgres refuse every DELETE of the table.
+        var with = new ArrayList<String>();
+        if (!columnLists.isEmpty()) {
+            with.add("publish = 'insert'");
+        }
+        if (viaRoot) {
+            with.add("publish_via_partition_root = true");
+        }
         return "CREATE PUBLICATION " + publication + " FOR TABLE " + String.join(", ", tables.stream().map(t -> entry(t, columnLists)).toList())
-                + (viaRoot ? " WITH (publish_via_partition_root = true)" : "");
+                + (with.isEmpty() ? "" : " WITH (" + String.join(", ", with) + ")");
     }
 
     /** A table entry of a publication: the table, and its column list when it has one. */
@@ -84,10 +93,22 @@ public final class PostgresDdl {
                 + entry(table, Map.of(table, list)) + (rowFilter == null ? "" : " WHERE (" + rowFilter + ")") + "; COMMIT";
     }
 
-    /** A column name as SQL takes it: quoted unless it is a plain lower-case name. */
+    /** A column name as SQL takes it: quoted unless it is a plain lower-case name that is not a reserved word. */
     static String ident(String column) {
-        return column.matches("[a-z_][a-z0-9_$]*") ? column : "\"" + column.replace("\"", "\"\"") + "\"";
+        return column.matches("[a-z_][a-z0-9_$]*") && !RESERVED.contains(column) ? column : "\"" + column.replace("\"", "\"\"") + "\"";
     }
+
+    /** Postgres's reserved key words (and those it reserves as function or type names), which a column name must quote. */
+    private static final java.util.Set<String> RESERVED = java.util.Set.of("all", "analyse", "analyze", "and", "any", "array", "as",
+            "asc", "asymmetric", "authorization", "binary", "both", "case", "cast", "check", "collate", "collation", "column",
+            "concurrently", "constraint", "create", "cross", "current_catalog", "current_date", "current_role", "current_schema",
+            "current_time", "current_timestamp", "current_user", "default", "deferrable", "desc", "distinct", "do", "else", "end",
+            "except", "false", "fetch", "for", "foreign", "freeze", "from", "full", "grant", "group", "having", "ilike", "in",
+            "initially", "inner", "intersect", "into", "is", "isnull", "join", "lateral", "leading", "left", "like", "limit",
+            "localtime", "localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only", "or", "order", "outer",
+            "overlaps", "placing", "primary", "references", "returning", "right", "select", "session_user", "similar", "some",
+            "symmetric", "system_user", "table", "tablesample", "then", "to", "trailing", "true", "union", "unique", "user", "using",
+            "variadic", "verbose", "when", "where", "window", "with");
 
     /**
      * The hash Postgres computes of an aggregate id column of this type (as {@code format_type} names it), for the row

@@ -59,7 +59,7 @@ final class PostgresPreflight {
             if (pg.heartbeat()) {
                 ensureHeartbeatTable(c, pg.heartbeatTable());
             }
-            var lists = ColumnLists.of(c, source.tables(), columns);
+            var lists = columnLists(c, source, columns);
             if (pg.shard() == null) {
                 ensurePublication(c, pg.publication(), PostgresDdl.createPublication(pg.publication(), published(source),
                         anyPartitioned(c, published(source)), lists), published(source));
@@ -85,6 +85,15 @@ final class PostgresPreflight {
         } catch (SQLException e) {
             throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The column lists of the publication(s) the router creates. None beside a heartbeat table of an unsharded router:
+     * its upserts need a publication of updates, where a list would have to cover the outbox's replica identity.
+     */
+    private static Map<String, List<String>> columnLists(Connection c, SourceConfig source, Collection<String> columns)
+            throws SQLException {
+        return source.postgres().heartbeat() && source.postgres().shard() == null ? Map.of() : ColumnLists.of(c, source.tables(), columns);
     }
 
     private static List<String> published(SourceConfig source) {
@@ -123,7 +132,7 @@ final class PostgresPreflight {
             }
             if (source.postgres().shard() == null) {
                 checks.add(publicationCheck(c, source.postgres().publication(), source.postgres().slot(), published(source),
-                        ColumnLists.of(c, source.tables(), columns)));
+                        columnLists(c, source, columns)));
             } else {
                 checks.addAll(shardChecks(c, routerName, source, aggregateId, ColumnLists.of(c, source.tables(), columns)));
             }
@@ -644,15 +653,33 @@ final class PostgresPreflight {
                 + "--config <file> --from-xid {}", shards, first, last, last, oldestRunning);
     }
 
-    /** Moves each slot that starts before {@code last} there. */
+    /**
+     * Moves each slot that starts before {@code last} there. Postgres writes an advanced slot's position out at the next
+     * checkpoint; a crash before it would put the slot back at its own start, so a checkpoint is asked for at once
+     * (it needs superuser or pg_checkpoint; without, the next scheduled checkpoint makes the move durable).
+     */
     private static void advance(Connection c, Layout layout, int shards, List<String> starts, String last) throws SQLException {
+        boolean moved = false;
         try (var ps = c.prepareStatement("SELECT pg_replication_slot_advance(?, CAST(? AS pg_lsn))")) {
             for (int i = 0; i < shards; i++) {
                 if (compareLsn(starts.get(i), last) < 0) {
                     ps.setString(1, layout.slot(i));
                     ps.setString(2, last);
                     ps.execute();
+                    moved = true;
                 }
+            }
+        }
+        if (moved) {
+            var savepoint = c.getAutoCommit() ? null : c.setSavepoint();
+            try (var st = c.createStatement()) {
+                st.execute("CHECKPOINT");
+            } catch (SQLException e) {
+                if (savepoint != null) {
+                    c.rollback(savepoint);
+                }
+                LOG.info("The shards' slots were moved to a common start; a checkpoint could not be asked for ({}), so the move "
+                        + "is durable from the server's next checkpoint on", e.getMessage());
             }
         }
     }

@@ -34,6 +34,10 @@ final class PostgresSource implements Source {
      * initial snapshot (Debezium would stream from the snapshot's position and skip what the slot holds before it).
      */
     private volatile boolean resumeFromSlot;
+    /** Found by {@link #drift}: whether this start begins without a slot and without a stored position (a first start). */
+    private volatile boolean firstStart;
+    /** Found by {@link #drift}: whether a position is stored. */
+    private volatile boolean positionStored;
 
     /**
      * How often, while nothing is read, the connector emits a heartbeat record when it runs without transaction metadata:
@@ -65,11 +69,27 @@ final class PostgresSource implements Source {
     @Override
     public void afterPositionCheck() {
         if (config.source().postgres().shard() == null) {
+            markFirstStart();
             return;
         }
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
             PostgresPreflight.createLayoutSlots(config.name(), config.source(),
                     name -> !table.read(name).isEmpty() || table.state(name).isPresent());
+        }
+    }
+
+    /**
+     * An initial snapshot's first start leaves a mark until a position is stored, so that a slot found later without a
+     * position is told apart: the first start's (snapshot again) or one whose offsets were lost (resume from it).
+     */
+    private void markFirstStart() {
+        if (config.source().snapshot() != SnapshotMode.INITIAL || (!firstStart && !positionStored)) {
+            return;
+        }
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            var entry = new java.util.HashMap<String, String>();
+            entry.put(OffsetTable.FIRST_START_KEY, firstStart ? "{\"since\":\"" + java.time.Instant.now() + "\"}" : null);
+            table.write(config.name(), entry);
         }
     }
 
@@ -166,6 +186,8 @@ final class PostgresSource implements Source {
     @Override
     public Optional<Drift> drift(StoredPosition stored) throws SQLException {
         resumeFromSlot = false;
+        firstStart = false;
+        positionStored = !stored.isEmpty();
         if (stored.reset()) {
             return Optional.empty();
         }
@@ -231,13 +253,15 @@ final class PostgresSource implements Source {
                 }
             }
         }
+        firstStart = !slotExists && stored.isEmpty() && !stored.storedBefore();
         if (slotExists && stored.isEmpty() && pg.shard() != null && !stored.storedBefore()) {
             LOG.info("Router {} starts from its slot {} at {}, created with the other shards' slots", config.name(), pg.slot(), confirmed);
         } else if (slotExists && stored.isEmpty()) {
             // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
             // slot only moves after a position was stored here; events after it may be published again, none skipped.
             // An initial snapshot now would stream from its own later position instead, past rows deleted meanwhile.
-            resumeFromSlot = config.source().snapshot() == SnapshotMode.INITIAL;
+            // Unless the slot is the first start's, stopped before its snapshot stored anything: that snapshot is taken again.
+            resumeFromSlot = config.source().snapshot() == SnapshotMode.INITIAL && !stored.firstStartUnderWay();
             LOG.warn("Router {} has no stored position in {}{}; resuming from its slot {} at {}: events after it may be published "
                     + "again, none is skipped{}", config.name(), table, stored.storedBefore() ? " (its rows were deleted or the table "
                     + "truncated)" : "", pg.slot(), confirmed, resumeFromSlot ? ". The initial snapshot (source.snapshot) is not "

@@ -261,7 +261,7 @@ public final class SlotMonitor implements AutoCloseable {
         rows = rows.endsWith(".") ? rows.substring(0, rows.length() - 1) : rows; // the refusal goes on after it
         return java.util.Optional.of(new Drift("while the router was stopped, " + change.get().problem() + ". " + rows
                 + (change.get().lostAfterLsn() == null ? "" : ". Fix first: " + change.get().fix()),
-                "go on from the stored position (the rows named reach Kafka only by replay)", true, null));
+                "go on from the stored position (the rows named reach Kafka only by replay)", change.get().lostAfterLsn() == null, null));
     }
 
     private synchronized SourceSetupException watch() {

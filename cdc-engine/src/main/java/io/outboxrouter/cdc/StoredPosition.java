@@ -11,11 +11,12 @@ import java.util.Optional;
  * @param state   {@link OffsetTable#STORED} once it stored a position, {@link OffsetTable#RESET} after an operator reset; empty
  *                before either
  * @param catalog the catalog the router last streamed with ({@link OffsetTable#CATALOG_KEY}); empty when none is kept
+ * @param firstStartUnderWay the first start's initial snapshot has not stored a position yet ({@link OffsetTable#FIRST_START_KEY})
  */
-record StoredPosition(Map<String, String> offsets, Optional<String> state, Optional<String> catalog) {
+record StoredPosition(Map<String, String> offsets, Optional<String> state, Optional<String> catalog, boolean firstStartUnderWay) {
 
     StoredPosition(Map<String, String> offsets, Optional<String> state) {
-        this(offsets, state, Optional.empty());
+        this(offsets, state, Optional.empty(), false);
     }
 
     boolean isEmpty() {

@@ -46,7 +46,8 @@ final class ExpandedJson {
      * The expanded payload.
      *
      * @param rootName the payload column's name: the top-level struct's schema name
-     * @throws IllegalArgumentException when the text is not a JSON object or array, or its arrays mix types
+     * @throws IllegalArgumentException when the text is not a JSON object or array, or its arrays mix types (also in the
+     *                                  fields of their object elements, at any depth)
      */
     Expanded expand(String text, String rootName) {
         if (text.isEmpty() || (text.charAt(0) != '{' && text.charAt(0) != '[')) {
@@ -118,10 +119,13 @@ final class ExpandedJson {
         if (b.type() == Schema.Type.BYTES || a.equals(b)) {
             return a;
         }
+        if (a.type() == Schema.Type.ARRAY && b.type() == Schema.Type.ARRAY) {
+            return SchemaBuilder.array(merge(a.valueSchema(), b.valueSchema(), path)).optional().build();
+        }
         if (a.type() == Schema.Type.STRUCT && b.type() == Schema.Type.STRUCT) {
             var fields = new LinkedHashMap<String, Schema>();
             a.fields().forEach(f -> fields.put(f.name(), f.schema()));
-            b.fields().forEach(f -> fields.merge(f.name(), f.schema(), (x, y) -> x.type() == Schema.Type.BYTES ? y : x));
+            b.fields().forEach(f -> fields.merge(f.name(), f.schema(), (x, y) -> merge(x, y, path + "." + f.name())));
             var sb = SchemaBuilder.struct().name(path).optional();
             fields.forEach(sb::field);
             return sb.build();

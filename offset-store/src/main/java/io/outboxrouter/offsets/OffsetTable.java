@@ -60,6 +60,11 @@ public final class OffsetTable implements AutoCloseable {
      * offsets topic whose positions for the same name carry another token was written by another router.
      */
     public static final String SOURCE_KEY = "outbox-router.source";
+    /**
+     * The row a router's first start writes before its initial snapshot, and a later start removes once a position is
+     * stored: a slot found without a stored position is then known to be the first start's, whose snapshot did not finish.
+     */
+    public static final String FIRST_START_KEY = "outbox-router.first-start";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -106,6 +111,7 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(GAP_KEY);
         out.remove(CATALOG_KEY);
         out.remove(SOURCE_KEY);
+        out.remove(FIRST_START_KEY);
         return out;
     }
 
@@ -136,6 +142,11 @@ public final class OffsetTable implements AutoCloseable {
     /** The catalog the router last streamed with ({@link #CATALOG_KEY}), as JSON text; empty when none is kept. */
     public Optional<String> catalog(String routerName) {
         return Optional.ofNullable(readAll(routerName).get(CATALOG_KEY));
+    }
+
+    /** Whether the router's first start, with its initial snapshot, has not stored a position yet ({@link #FIRST_START_KEY}). */
+    public boolean firstStartUnderWay(String routerName) {
+        return readAll(routerName).containsKey(FIRST_START_KEY);
     }
 
     /** The token of this router's positions ({@link #SOURCE_KEY}); empty before the first exactly-once start. */

@@ -248,7 +248,7 @@ final class SourceStream implements AutoCloseable {
          * @return the token, and whether the table's positions are to win over the topic's
          */
         private SourceToken sourceToken(OffsetTable table, OffsetsTopic topic, boolean acceptForeign) throws Exception {
-            String ours = table.source(config.name()).orElse(null);
+            String ours = table.source(config.name()).map(SourceStream::tokenOf).orElse(null);
             var retry = new io.outboxrouter.retry.Retry(Duration.ofMillis(200), Duration.ofSeconds(30), config.kafka().giveUpAfter());
             var mark = retry.call("read the offsets topic " + topic.name(),
                     e -> !(e instanceof org.apache.kafka.common.errors.AuthorizationException), LOG,
@@ -275,7 +275,8 @@ final class SourceStream implements AutoCloseable {
             }
             if (ours == null) {
                 // Kept in the table first: a stop before the topic has it leaves a topic without a mark, which is not refused.
-                table.write(config.name(), java.util.Map.of(OffsetTable.SOURCE_KEY, token));
+                table.write(config.name(), java.util.Map.of(OffsetTable.SOURCE_KEY,
+                        JSON.createObjectNode().put("source", token).toString()));
             }
             return new SourceToken(token, tableWins);
         }

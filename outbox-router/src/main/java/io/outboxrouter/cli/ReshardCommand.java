@@ -125,6 +125,10 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
             int index = stream.shard().map(io.outboxrouter.config.Shard::index).orElse(0);
             var forget = new java.util.HashMap<String, String>();
             topic.readStream(stream.name(), index).keySet().forEach(k -> forget.put(k, null));
+            if (!forget.isEmpty()) {
+                // The mark goes with the positions: the same stream names may come back with a later layout.
+                forget.put(io.outboxrouter.kafka.OffsetsTopic.sourceKey(stream.name()), null);
+            }
             if (forget.isEmpty()) {
                 continue;
             }

@@ -120,13 +120,14 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         }
         return sb.append("-- Run as the tables' owner; the router uses an existing publication as it is. For a partitioned outbox\n")
                 .append("-- table, add WITH (publish_via_partition_root = true): its rows then arrive under the table's own name.\n")
-                .append(COLUMN_LISTS)
-                .append(PostgresDdl.createPublication(publication, published, false, columnLists())).append(";\n")
+                .append(heartbeatTable.isPresent() ? "" : COLUMN_LISTS)
+                .append(PostgresDdl.createPublication(publication, published, false, heartbeatTable.isPresent()
+                        ? java.util.Map.of() : columnLists())).append(";\n")
                 .toString();
     }
 
-    private static final String COLUMN_LISTS = "-- The column lists (Postgres 15+) keep the columns the router does not read (created_at) from the "
-            + "decoder.\n";
+    private static final String COLUMN_LISTS = "-- The column lists keep the columns the router does not read (created_at) from the decoder; "
+            + "they need Postgres 15+: before 15, leave them out.\n";
 
     /** Each outbox table's column list: the columns the router reads, in the order {@link #tablesSql} creates them. */
     private java.util.Map<String, List<String>> columnLists() {

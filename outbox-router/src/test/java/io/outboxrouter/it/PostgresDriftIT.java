@@ -303,6 +303,37 @@ class PostgresDriftIT {
         }
     }
 
+    /**
+     * {@code snapshot: initial}, a first start stopped before its snapshot stored a position (its mark still in the
+     * offsets table): the next start takes the snapshot again, so the rows already in the table are published.
+     */
+    @Test
+    void aFirstStartStoppedBeforeItsSnapshotStoredAPositionTakesTheSnapshotAgain() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("snapagain"));
+        String topics = OutboxContract.unique("snapagain");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, OutboxContract.unique("snapagain-router").replace('_', '-'),
+                topics).replace("  kind: postgres\n", "  kind: postgres\n  snapshot: initial\n"));
+        var config = RouterConfigLoader.load(file, Map.of());
+        var before = TestEvent.of("Order", "o-1", 1);
+        try (var c = db.connect()) {
+            db.insert(c, before);
+            c.commit();
+        }
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 2));
+            assertThat(kafka.receivedIds()).contains(before.id());
+            // As a first start leaves it when stopped before its snapshot stored anything: a slot, no position, the mark.
+            db.execute("DELETE FROM outbox_router_offsets WHERE router_name = '" + config.name() + "'");
+            db.execute("INSERT INTO outbox_router_offsets (router_name, offset_key, offset_value, updated_at) VALUES ('" + config.name()
+                    + "', 'outbox-router.first-start', '{}', CURRENT_TIMESTAMP)");
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() ->
+                        kafka.settle(Duration.ofMillis(200)).stream().filter(r -> r.id().equals(before.id())).count() == 2);
+            }
+        }
+    }
+
     @Test
     void aTableNameThePostgresFoldsOtherwiseIsRefusedWithTheRightName() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("cased"));

@@ -16,7 +16,7 @@ class SchemaDdlTest {
                 java.util.Optional.of("sales.router_heartbeat")).all();
         assertThat(ddl).contains("CREATE TABLE sales.outbox (", "event_id uuid PRIMARY KEY", "entity VARCHAR(255) NOT NULL",
                 "body jsonb", "tenant VARCHAR(512)", "CREATE INDEX outbox_created_at ON sales.outbox (created_at);",
-                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox (event_id, kind, entity, event, body, tenant), sales.router_heartbeat;",
+                "CREATE PUBLICATION orders_pub FOR TABLE sales.outbox, sales.router_heartbeat;",
                 "CREATE TABLE IF NOT EXISTS sales.router_heartbeat (router_name varchar(200) PRIMARY KEY",
                 "CREATE ROLE orders_router WITH LOGIN REPLICATION", "GRANT SELECT ON sales.outbox TO orders_router;",
                 "GRANT CREATE ON SCHEMA sales TO orders_router;", "wal_level = logical");
