@@ -36,8 +36,8 @@ final class PostgresSource implements Source {
     private volatile boolean resumeFromSlot;
     /** Found by {@link #drift}: whether this start begins without a slot and without a stored position (a first start). */
     private volatile boolean firstStart;
-    /** Found by {@link #drift}: whether a position is stored. */
-    private volatile boolean positionStored;
+    /** Found by {@link #drift}: a position is stored and the first start's mark is still there, to be removed. */
+    private volatile boolean firstStartDone;
 
     /**
      * How often, while nothing is read, the connector emits a heartbeat record when it runs without transaction metadata:
@@ -83,7 +83,7 @@ final class PostgresSource implements Source {
      * position is told apart: the first start's (snapshot again) or one whose offsets were lost (resume from it).
      */
     private void markFirstStart() {
-        if (config.source().snapshot() != SnapshotMode.INITIAL || (!firstStart && !positionStored)) {
+        if (config.source().snapshot() != SnapshotMode.INITIAL || (!firstStart && !firstStartDone)) {
             return;
         }
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
@@ -187,7 +187,7 @@ final class PostgresSource implements Source {
     public Optional<Drift> drift(StoredPosition stored) throws SQLException {
         resumeFromSlot = false;
         firstStart = false;
-        positionStored = !stored.isEmpty();
+        firstStartDone = !stored.isEmpty() && stored.firstStartUnderWay();
         if (stored.reset()) {
             return Optional.empty();
         }
