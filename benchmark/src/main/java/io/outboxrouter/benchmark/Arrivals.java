@@ -62,6 +62,16 @@ final class Arrivals {
         return span <= 0 ? Double.NaN : (count.get() - 1) * 1e6 / span;
     }
 
+    /**
+     * Events per second as the one who restarted it waits for them: from {@code startedMicros} (the start command, the
+     * JVM cold) to the last record on Kafka (its producer timestamp) or the last arrival.
+     */
+    double rateSince(long startedMicros) {
+        long last = lastProducedMillis.get() > 0 ? lastProducedMillis.get() * 1000 : lastMicros;
+        long span = last - startedMicros;
+        return count.get() == 0 || span <= 0 ? Double.NaN : count.get() * 1e6 / span;
+    }
+
     /** While the reading back waits: how many records the topics hold, which counts as progress. */
     void written(long records) {
         written = records;

@@ -186,6 +186,7 @@ public final class Benchmark {
     private void drain(BenchDb db, Contender c, int txnSize, long events) throws Exception {
         LOG.info("{}: draining {} events", c.name(), events);
         c.readBackAfter(events);
+        long startedMicros = Load.epochMicros();
         c.start();
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
@@ -194,13 +195,14 @@ public final class Benchmark {
         double machine = ProcessStats.machineBusySeconds() - machine0;
         double cpu = stats == null ? Double.NaN : stats.cpuSeconds() - cpu0;
         double rss = stats == null ? Double.NaN : stats.peakRssMiB();
-        LOG.info("{}: {} of {} events, {} events/s", c.name(), c.arrivals().count(), events, Results.fmt0(c.arrivals().rate()));
+        LOG.info("{}: {} of {} events, {} events/s ({} from the start command)", c.name(), c.arrivals().count(), events,
+                Results.fmt0(c.arrivals().rate()), Results.fmt0(c.arrivals().rateSince(startedMicros)));
         if (!all) {
             results.notes.add(c.name() + " (" + txnSize + "-row): only " + c.arrivals().count() + " of " + events + " events arrived"
                     + (c.alive() ? "" : " (its process exited)"));
         }
         results.throughput.add(new Results.Throughput(db.postgres ? "Postgres" : "MariaDB", c.name(), txnSize, c.arrivals().count(),
-                c.arrivals().rate(), cpu, rss, machine));
+                c.arrivals().rate(), c.arrivals().rateSince(startedMicros), cpu, rss, machine));
     }
 
     /** Single-row transactions at 100, 1,000 and 5,000 events/s; each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
@@ -307,9 +309,10 @@ public final class Benchmark {
         var threads0 = c.stats().threadCpuSeconds();
         Thread.sleep(20_000);
         double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
-        LOG.info("{}: {}% of a core while idle; by thread: {}", c.name(), Results.fmt1(percent),
-                ProcessStats.threadShares(threads0, c.stats().threadCpuSeconds(), 20));
-        results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core.", c.name(), percent));
+        String byThread = ProcessStats.threadShares(threads0, c.stats().threadCpuSeconds(), 20);
+        LOG.info("{}: {}% of a core while idle; by thread: {}", c.name(), Results.fmt1(percent), byThread);
+        results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core; by thread: %s.", c.name(), percent,
+                byThread));
         results.idleCpuPercent.put(c.name(), percent);
     }
 

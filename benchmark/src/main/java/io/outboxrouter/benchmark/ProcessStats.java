@@ -51,6 +51,7 @@ final class ProcessStats {
                 .map(e -> java.util.Map.entry(e.getKey().replaceFirst("^\\d+ ", ""), e.getValue() - before.getOrDefault(e.getKey(), 0.0)))
                 .filter(e -> e.getValue() > 0)
                 .sorted(java.util.Map.Entry.<String, Double>comparingByValue().reversed())
+                .limit(5)
                 .map(e -> String.format("%s %.2f%%", e.getKey(), e.getValue() / seconds * 100))
                 .collect(java.util.stream.Collectors.joining(", "));
     }

@@ -9,7 +9,7 @@ import java.util.Map;
 /** What the benchmark measured, and the numbers derived from it. */
 final class Results {
     /** A backlog drained by one contender. */
-    record Throughput(String database, String contender, int txnSize, long events, double eventsPerSecond, double cpuSeconds,
+    record Throughput(String database, String contender, int txnSize, long events, double eventsPerSecond, double fromStart, double cpuSeconds,
                       double peakRssMiB, double machineCpuSeconds) {
         double cpuPer100k() {
             return Double.isNaN(cpuSeconds) ? Double.NaN : cpuSeconds / events * 100_000;
@@ -80,6 +80,7 @@ final class Results {
             var t = g.get(0);
             double rate = median(g.stream().mapToDouble(Throughput::eventsPerSecond).toArray());
             out.add(new Median(new Throughput(t.database(), t.contender(), t.txnSize(), t.events(), rate,
+                    median(g.stream().mapToDouble(Throughput::fromStart).toArray()),
                     median(g.stream().mapToDouble(Throughput::cpuSeconds).toArray()),
                     g.stream().mapToDouble(Throughput::peakRssMiB).max().orElse(Double.NaN),
                     median(g.stream().mapToDouble(Throughput::machineCpuSeconds).toArray())),
@@ -100,16 +101,16 @@ final class Results {
     String markdown() {
         var s = new StringBuilder();
         var medians = medians();
-        s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered; median of the rounds)\n\n")
-                .append("| database | contender | rows per transaction | events | events/s | rounds: min-max | vs. raw slot | vs. bare Debezium 3.5 (router's settings) | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
-                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.append("### Throughput: a backlog drained (events/s from the first to the last event delivered, and from the start command to the last; median of the rounds)\n\n")
+                .append("| database | contender | rows per transaction | events | events/s | from the start command, events/s | rounds: min-max | vs. raw slot | vs. bare Debezium 3.5 (router's settings) | its CPU s per 100k events | machine CPU s per 100k events | peak RSS MiB |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (var m : medians) {
             var t = m.median();
             double raw = reference(medians, t, RawSlotReader.NAME);
             double bare = reference(medians, t, BareDebezium.ROUTER_SETTINGS);
             s.append("| ").append(t.database()).append(" | ").append(t.contender()).append(" | ").append(t.txnSize()).append(" | ")
                     .append(t.events()).append(" | ").append(fmt0(t.eventsPerSecond())).append(" | ")
-                    .append(m.rounds() > 1 ? fmt0(m.min()) + "-" + fmt0(m.max()) : "").append(" | ").append(ratio(t.eventsPerSecond(), raw))
+                    .append(fmt0(t.fromStart())).append(" | ").append(m.rounds() > 1 ? fmt0(m.min()) + "-" + fmt0(m.max()) : "").append(" | ").append(ratio(t.eventsPerSecond(), raw))
                     .append(" | ").append(ratio(t.eventsPerSecond(), bare)).append(" | ").append(fmt1(t.cpuPer100k())).append(" | ")
                     .append(fmt1(t.machineCpuPer100k())).append(" | ").append(fmt0(t.peakRssMiB())).append(" |\n");
         }
@@ -146,6 +147,9 @@ final class Results {
         for (int size : new int[] {1, 100}) {
             double router = drain(medians, RouterContender.NAME, size);
             goal(s, "drain, " + size + "-row transactions: >= 1.5x Debezium Server", router / drain(medians, DebeziumServerContender.NAME, size),
+                    "%.2fx", r -> r >= 1.5);
+            goal(s, "drain, " + size + "-row transactions, from the start command (cold JVM, as a restart is waited for): >= 1.5x Debezium Server",
+                    drainFromStart(medians, RouterContender.NAME, size) / drainFromStart(medians, DebeziumServerContender.NAME, size),
                     "%.2fx", r -> r >= 1.5);
             goal(s, "drain, " + size + "-row transactions: >= 80% of the stock bare Debezium 3.5 connector on the router's publication "
                     + "and settings", 100 * router / drain(medians, BareDebezium.ROUTER_SETTINGS, size), "%.0f%%", r -> r >= 80);
@@ -200,6 +204,11 @@ final class Results {
     private static double drain(List<Median> medians, String contender, int size) {
         return medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
                 && t.contender().equals(contender)).mapToDouble(Throughput::eventsPerSecond).findFirst().orElse(Double.NaN);
+    }
+
+    private static double drainFromStart(List<Median> medians, String contender, int size) {
+        return medians.stream().map(Median::median).filter(t -> t.database().equals("Postgres") && t.txnSize() == size
+                && t.contender().equals(contender)).mapToDouble(Throughput::fromStart).findFirst().orElse(Double.NaN);
     }
 
     private Latency latency(int rate) {

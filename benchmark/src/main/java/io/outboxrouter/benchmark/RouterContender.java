@@ -117,7 +117,10 @@ final class RouterContender implements Contender {
                   password: "%s"
                   tables: [public.outbox]
                   postgres: { slot: %s, publication: bench_pub, shards: %d }
-                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot(), shards)
+                %s
+                """.formatted(db.server.jdbcUrl(db.database), db.server.user(), db.server.password(), slot(), shards,
+                // e.g. "  poll-interval: 25ms": a source setting's trade-off, measured
+                System.getenv().getOrDefault(plain ? "BENCH_ROUTER_PLAIN_SOURCE_YAML" : "BENCH_ROUTER_SOURCE_YAML", ""))
                 : """
                 source:
                   kind: mariadb

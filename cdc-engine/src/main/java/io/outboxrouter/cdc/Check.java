@@ -33,8 +33,10 @@ public record Check(String name, boolean ok, String detail, String fix) {
         var missing = required.stream().filter(c -> !present.contains(c)).toList();
         return missing.isEmpty() ? pass("columns of " + table, "has " + String.join(", ", required))
                 : fail("columns of " + table, "table " + table + " has no column " + String.join(", ", missing)
-                        + " (named under outbox.columns or outbox.headers); every row would go to the dead-letter topic",
-                "add the column(s), or name the table's own columns under outbox.columns and outbox.headers");
+                        + " (named under outbox.columns or outbox.headers, or by routing.event-router's options); every row would go "
+                        + "to the dead-letter topic",
+                "add the column(s), or name the table's own columns there (with routing.event-router, "
+                        + "table.fields.additional.error.on.missing: false lets a table lack a placed column)");
     }
 
     /** This check under the name of the part it is about, e.g. {@code shard 0 of 4: publication}. */

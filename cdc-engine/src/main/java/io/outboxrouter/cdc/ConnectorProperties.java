@@ -59,7 +59,10 @@ final class ConnectorProperties {
         }
         p.setProperty("tombstones.on.delete", "false");
         p.setProperty("extended.headers.enabled", "false"); // Debezium's context headers per record: the router reads none
-        p.setProperty("decimal.handling.mode", "string");
+        if (config.routing().eventRouter() == null) {
+            // Debezium's EventRouter gives numeric columns Debezium's default shape, as Debezium Server does: left as it is there.
+            p.setProperty("decimal.handling.mode", "string");
+        }
         p.setProperty("binary.handling.mode", "bytes");
         p.setProperty("include.unknown.datatypes", "true");
         config.debezium().forEach(p::setProperty);
@@ -85,16 +88,34 @@ final class ConnectorProperties {
      * per event on a table like the README's, with {@code created_at}).
      */
     static String columnIncludeList(RouterConfig config) {
-        String alternatives = String.join("|", outboxColumns(config).stream().map(Pattern::quote).toList());
+        String alternatives = String.join("|", readColumns(config).stream().map(Pattern::quote).toList());
         return String.join(",", config.source().tables().stream().map(t -> regex(t) + "\\.(" + alternatives + ")").toList());
     }
 
-    /** The columns the router reads from every outbox table: the five outbox columns and those mapped to headers. */
+    /**
+     * The columns every outbox table must have: the five outbox columns and those mapped to headers; under
+     * {@code routing.event-router} the ones its options name (the type column only when placed).
+     */
     static List<String> outboxColumns(RouterConfig config) {
+        var eventRouter = config.routing().eventRouter();
+        if (eventRouter != null) {
+            return eventRouter.options().requiredColumns();
+        }
         var c = config.outbox().columns();
         var names = new LinkedHashSet<>(List.of(c.id(), c.aggregateType(), c.aggregateId(), c.type(), c.payload()));
         names.addAll(config.outbox().headers().keySet());
         return List.copyOf(names);
+    }
+
+    /** The columns decoded: those every outbox table must have, and those read where a table has them. */
+    static List<String> readColumns(RouterConfig config) {
+        var eventRouter = config.routing().eventRouter();
+        if (eventRouter == null || eventRouter.options().optionalColumns().isEmpty()) {
+            return outboxColumns(config);
+        }
+        var all = new LinkedHashSet<>(outboxColumns(config));
+        all.addAll(eventRouter.options().optionalColumns());
+        return List.copyOf(all);
     }
 
     /** table.include.list takes regular expressions: quote the dot. */

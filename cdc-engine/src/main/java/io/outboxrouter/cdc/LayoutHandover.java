@@ -83,11 +83,11 @@ public final class LayoutHandover {
         String aggregateId = config.outbox().columns().aggregateId();
         if (pg.sharded()) {
             var first = config.forShard(new Shard(0, pg.shards()));
-            PostgresPreflight.create(first.name(), first.source(), ConnectorProperties.outboxColumns(config), aggregateId);
+            PostgresPreflight.create(first.name(), first.source(), ConnectorProperties.readColumns(config), aggregateId);
             PostgresPreflight.createLayoutSlots(first.name(), first.source(), name -> false);
             return;
         }
-        PostgresPreflight.create(config.name(), config.source(), ConnectorProperties.outboxColumns(config), aggregateId);
+        PostgresPreflight.create(config.name(), config.source(), ConnectorProperties.readColumns(config), aggregateId);
         try (var c = config.source().connection().open()) {
             PostgresPreflight.createSlot(c, pg.slot());
         } catch (SQLException e) {

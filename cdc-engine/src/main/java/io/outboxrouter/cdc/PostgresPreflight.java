@@ -35,14 +35,17 @@ final class PostgresPreflight {
      * Checks every prerequisite, then creates the heartbeat table and the publication when missing.
      *
      * @param routerName the router's name; a shard's ({@code orders-shard-0-of-4}) names its heartbeat row
+     * @param columns    the columns every outbox table must have
+     * @param read       those and the columns read where a table has them: what a publication the router creates lists
      * @return a shard's row filter per outbox table (for its snapshot); empty when not sharded
      */
-    static Map<String, String> run(String routerName, SourceConfig source, Collection<String> columns, String aggregateId) {
+    static Map<String, String> run(String routerName, SourceConfig source, Collection<String> columns, Collection<String> read,
+                                   String aggregateId) {
         var failed = checks(routerName, source, columns, aggregateId).stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
-        return create(routerName, source, columns, aggregateId);
+        return create(routerName, source, read, aggregateId);
     }
 
     /**

@@ -63,7 +63,7 @@ final class PostgresSource implements Source {
     public void prepare() {
         Retention.refuseUnless(Retention.checks(config, this));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
-                config.outbox().columns().aggregateId());
+                ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId());
     }
 
     @Override

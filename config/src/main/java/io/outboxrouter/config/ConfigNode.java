@@ -204,8 +204,22 @@ final class ConfigNode {
         return out;
     }
 
+    /** Whether the field is given, in the file or the environment. */
+    boolean has(String field) {
+        return env.containsKey(envName(key(field))) || (node.get(field) != null && !node.get(field).isNull());
+    }
+
     /** A free-form mapping of scalar values (pass-through properties, header maps). Keys are not checked. */
     Map<String, String> stringMap(String field) {
+        return stringMap(field, true);
+    }
+
+    /** As {@link #stringMap(String)}, without {@code ${...}} substitution: for values whose placeholders are not variables. */
+    Map<String, String> rawStringMap(String field) {
+        return stringMap(field, false);
+    }
+
+    private Map<String, String> stringMap(String field, boolean substitute) {
         read.add(field);
         JsonNode v = node.get(field);
         var out = new LinkedHashMap<String, String>();
@@ -220,7 +234,7 @@ final class ConfigNode {
             if (!e.getValue().isValueNode()) {
                 problem(key(field) + "." + e.getKey(), "must be a single value (was " + describe(e.getValue()) + ")");
             } else {
-                out.put(e.getKey(), substitute(key(field) + "." + e.getKey(), e.getValue().asText()));
+                out.put(e.getKey(), substitute ? substitute(key(field) + "." + e.getKey(), e.getValue().asText()) : e.getValue().asText());
             }
         });
         return out;

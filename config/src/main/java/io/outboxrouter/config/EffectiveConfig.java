@@ -54,16 +54,29 @@ public final class EffectiveConfig {
         source.put("max-batch-size", s.maxBatchSize());
         root.put("source", source);
         var cols = c.outbox().columns();
-        root.put("outbox", map(
-                "columns", map("id", cols.id(), "aggregate-type", cols.aggregateType(), "aggregate-id", cols.aggregateId(),
-                        "type", cols.type(), "payload", cols.payload()),
-                "headers", c.outbox().headers(), "payload-format", ConfigNode.lower(c.outbox().payloadFormat()),
-                "retention", Durations.format(c.outbox().retention().after()),
-                "retention-time-column", c.outbox().retention().timeColumn(),
-                "retention-batch-size", c.outbox().retention().batchSize()));
-        root.put("routing", map("topic", c.routing().topic().source(),
-                "dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
-                        "topic", c.routing().deadLetters().topic())));
+        var eventRouter = c.routing().eventRouter();
+        var outbox = new LinkedHashMap<String, Object>();
+        if (eventRouter == null) { // else the EventRouter's options name the columns
+            outbox.put("columns", map("id", cols.id(), "aggregate-type", cols.aggregateType(), "aggregate-id", cols.aggregateId(),
+                    "type", cols.type(), "payload", cols.payload()));
+            outbox.put("headers", c.outbox().headers());
+            outbox.put("payload-format", ConfigNode.lower(c.outbox().payloadFormat()));
+        }
+        outbox.put("retention", Durations.format(c.outbox().retention().after()));
+        outbox.put("retention-time-column", c.outbox().retention().timeColumn());
+        outbox.put("retention-batch-size", c.outbox().retention().batchSize());
+        root.put("outbox", outbox);
+        var routing = new LinkedHashMap<String, Object>();
+        if (eventRouter == null) {
+            routing.put("topic", c.routing().topic().source());
+        } else {
+            routing.put("event-router", eventRouter.options().given());
+            routing.put("format", map("key", ConfigNode.lower(eventRouter.key()), "value", ConfigNode.lower(eventRouter.value()),
+                    "header", ConfigNode.lower(eventRouter.header())));
+        }
+        routing.put("dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
+                "topic", c.routing().deadLetters().topic()));
+        root.put("routing", routing);
         root.put("delivery", ConfigNode.lower(c.kafka().delivery()));
         var kafka = map("bootstrap-servers", c.kafka().bootstrapServers(), "producer", masked(c.kafka().producer()),
                 "give-up-after", Durations.format(c.kafka().giveUpAfter()));

@@ -140,8 +140,8 @@ public final class RouterConfigLoader {
         var messages = source.child("postgres").child("messages");
         String prefix = messages.optionalString("prefix").orElse(null);
         checkMessagePrefix(messages, prefix);
-        var outbox = outbox(top.child("outbox"));
-        var routing = routing(top.child("routing"), outbox);
+        var outbox = outbox(top.child("outbox"), null);
+        var routing = routing(top.child("routing"), outbox, null);
         top.rejectUnknown();
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);
@@ -167,8 +167,14 @@ public final class RouterConfigLoader {
                     + "(was \"" + name + "\")");
         }
         var source = source(top.child("source"), name == null ? "outbox_router" : name);
-        var outbox = outbox(top.child("outbox"));
-        var routing = routing(top.child("routing"), outbox);
+        var routingNode = top.child("routing");
+        var eventRouter = eventRouter(routingNode);
+        var outbox = outbox(top.child("outbox"), eventRouter);
+        var routing = routing(routingNode, outbox, eventRouter);
+        if (eventRouter != null && source.postgres().messagePrefix() != null) {
+            top.problem("routing.event-router", "routes outbox table rows; a tableless outbox (source.postgres.messages) is routed "
+                    + "by outbox.columns: remove one of them");
+        }
         var delivery = top.choice("delivery", Delivery.class, Delivery.AT_LEAST_ONCE);
         var kafka = kafka(top.child("kafka"), delivery, name == null ? "outbox_router" : name);
         var offsets = offsets(top.child("offsets"), source.kind() == SourceKind.POSTGRES && delivery == Delivery.AT_LEAST_ONCE
@@ -298,9 +304,43 @@ public final class RouterConfigLoader {
                 new BinlogSource(serverId), snapshot, poll, batch);
     }
 
-    private static OutboxConfig outbox(ConfigNode n) {
+    /**
+     * {@code routing.event-router}: Debezium's EventRouter options under Debezium's names (read without {@code ${...}}
+     * substitution: {@code ${routedByValue}} is Debezium's), and {@code routing.format}; null when not given.
+     */
+    private static RoutingConfig.EventRouterMode eventRouter(ConfigNode routing) {
+        var format = routing.child("format");
+        var key = format.choice("key", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
+        var value = format.choice("value", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
+        var header = format.choice("header", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
+        var given = routing.rawStringMap("event-router");
+        if (!routing.has("event-router")) {
+            if (routing.has("format")) {
+                routing.problem(routing.key("format"), "applies to records made by routing.event-router; set that too, or remove it");
+            }
+            return null;
+        }
+        var options = EventRouterOptions.of(given, (option, problem) -> routing.problem(routing.key("event-router." + option), problem));
+        return new RoutingConfig.EventRouterMode(options, key, value, header);
+    }
+
+    private static OutboxConfig outbox(ConfigNode n, RoutingConfig.EventRouterMode eventRouter) {
+        if (eventRouter != null) {
+            for (String field : List.of("columns", "headers", "payload-format")) {
+                if (n.has(field)) {
+                    n.problem(n.key(field), "is set by routing.event-router's options (" + EventRouterOptions.ID + ", "
+                            + EventRouterOptions.KEY + ", " + EventRouterOptions.PAYLOAD + ", " + EventRouterOptions.ADDITIONAL
+                            + ", ...): remove it");
+                }
+            }
+        }
         var c = n.child("columns");
         var d = Columns.DEFAULTS;
+        if (eventRouter != null) {
+            var o = eventRouter.options();
+            d = new Columns(o.get(EventRouterOptions.ID), o.get(EventRouterOptions.ROUTE_BY), o.get(EventRouterOptions.KEY),
+                    o.get(EventRouterOptions.TYPE), o.get(EventRouterOptions.PAYLOAD));
+        }
         var columns = new Columns(
                 column(c, "id", d.id()), column(c, "aggregate-type", d.aggregateType()),
                 column(c, "aggregate-id", d.aggregateId()), column(c, "type", d.type()),
@@ -333,7 +373,11 @@ public final class RouterConfigLoader {
         return v;
     }
 
-    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox) {
+    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter) {
+        if (eventRouter != null && n.has("topic")) {
+            n.problem(n.key("topic"), "is set by routing.event-router's " + EventRouterOptions.ROUTE_REPLACEMENT + " and "
+                    + EventRouterOptions.ROUTE_REGEX + ": remove it");
+        }
         // ${...} in the template are columns, not environment variables: read it without substitution.
         String text = n.rawText("topic").map(String::trim).filter(s -> !s.isEmpty()).orElse(DEFAULT_TOPIC);
         TopicTemplate topic;
@@ -357,7 +401,7 @@ public final class RouterConfigLoader {
         if (!TopicTemplate.isLegalTopic(dlTopic)) {
             dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
         }
-        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic));
+        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic), eventRouter);
     }
 
     /** Placeholders a template may use: the logical field names and every column the config names. */

@@ -1,7 +1,15 @@
 package io.outboxrouter.config;
 
-/** Where events go: the topic template, and what happens to rows that cannot be mapped. */
-public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters) {
+/**
+ * Where events go: the topic template, and what happens to rows that cannot be mapped.
+ *
+ * @param eventRouter Debezium's EventRouter semantics and Debezium Server's record formats instead of the template; null: off
+ */
+public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventRouterMode eventRouter) {
+
+    public RoutingConfig(TopicTemplate topic, DeadLetters deadLetters) {
+        this(topic, deadLetters, null);
+    }
 
     /** What to do with an outbox row that cannot become an event. */
     public enum DeadLetterPolicy {
@@ -14,5 +22,24 @@ public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters) {
     }
 
     public record DeadLetters(DeadLetterPolicy policy, String topic) {
+    }
+
+    /** How a key, value or header becomes bytes: Debezium Server's {@code debezium.format.*} choices that we offer. */
+    public enum Format {
+        /** Kafka's JsonConverter with schemas: Debezium Server's default. */
+        JSON,
+        /** JsonConverter without schemas ({@code debezium.format.*.schemas.enable=false}). */
+        SCHEMALESS_JSON,
+        /** Kafka's StringConverter ({@code simplestring}). */
+        STRING,
+        /** The bytes as they are ({@code binary}): bytes columns only. */
+        BYTES
+    }
+
+    /**
+     * Records made as Debezium's outbox EventRouter makes them, under its option names, and serialised as Debezium Server
+     * does with the formats given.
+     */
+    public record EventRouterMode(EventRouterOptions options, Format key, Format value, Format header) {
     }
 }

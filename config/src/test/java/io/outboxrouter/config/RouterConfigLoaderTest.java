@@ -105,6 +105,58 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void debeziumsEventRouterOptionsAreTakenUnderTheirOwnNames() {
+        var c = RouterConfigLoader.parse(MINIMAL + """
+                routing:
+                  event-router:
+                    table.field.event.key: order_id
+                    route.by.field: kind
+                    route.topic.replacement: orders.${routedByValue}
+                    table.fields.additional.placement: "type:header:eventType, created_at:envelope:at, shard:partition"
+                    table.field.event.timestamp: created_at
+                  format: { value: schemaless-json, header: string }
+                """, Map.of());
+        var mode = c.routing().eventRouter();
+        assertThat(mode.options().get(EventRouterOptions.ROUTE_REPLACEMENT)).isEqualTo("orders.${routedByValue}"); // Debezium's, not a variable
+        assertThat(mode.key()).isEqualTo(RoutingConfig.Format.JSON);
+        assertThat(mode.value()).isEqualTo(RoutingConfig.Format.SCHEMALESS_JSON);
+        assertThat(mode.header()).isEqualTo(RoutingConfig.Format.STRING);
+        // The columns the router reads (and the preflight requires) are the options' columns; no type column unless placed.
+        assertThat(mode.options().requiredColumns()).containsExactly("id", "order_id", "payload", "kind", "created_at", "type", "shard");
+        assertThat(c.outbox().columns().aggregateId()).isEqualTo("order_id");
+        var lenient = RouterConfigLoader.parse(MINIMAL + """
+                routing:
+                  event-router: { table.fields.additional.placement: "tenant:header", table.fields.additional.error.on.missing: "false" }
+                """, Map.of()).routing().eventRouter().options();
+        assertThat(lenient.requiredColumns()).containsExactly("id", "aggregateid", "payload", "aggregatetype");
+        assertThat(lenient.optionalColumns()).containsExactly("tenant");
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).routing().eventRouter()).isNull();
+    }
+
+    @Test
+    void eventRouterOptionsThatAreWrongOrClashWithOursNameTheKey() {
+        assertThat(problems(MINIMAL + """
+                outbox: { columns: { id: event_id } }
+                routing:
+                  topic: "x.${aggregatetype}"
+                  event-router:
+                    route.topic.regex: "(unclosed"
+                    table.op.invalid.behavior: explode
+                    table.fields.additional.placement: "type:footer"
+                    route.topic.replacment: typo
+                """)).anySatisfy(p -> assertThat(p).startsWith("outbox.columns: is set by routing.event-router"))
+                .anySatisfy(p -> assertThat(p).startsWith("routing.topic: is set by routing.event-router's route.topic.replacement"))
+                .anySatisfy(p -> assertThat(p).startsWith("routing.event-router.route.topic.regex: is not a regular expression"))
+                .anySatisfy(p -> assertThat(p).isEqualTo("routing.event-router.table.op.invalid.behavior: must be one of warn, error, fatal "
+                        + "(was \"explode\")"))
+                .anySatisfy(p -> assertThat(p).contains("'footer' in 'type:footer' is not a placement"))
+                .anySatisfy(p -> assertThat(p).startsWith("routing.event-router.route.topic.replacment: is not an option of Debezium's"));
+        assertThat(problems(MINIMAL + "routing: { format: { value: avro } }\n"))
+                .anySatisfy(p -> assertThat(p).startsWith("routing.format.value: must be one of json, schemaless-json, string, bytes"))
+                .anySatisfy(p -> assertThat(p).startsWith("routing.format: applies to records made by routing.event-router"));
+    }
+
+    @Test
     void retentionIsOffByDefaultAndNamesItsKeysWhenWrong() {
         assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).outbox().retention()).isEqualTo(OutboxConfig.Retention.OFF);
         var c = RouterConfigLoader.parse(MINIMAL + "outbox: { retention: 7d, retention-time-column: inserted_at, retention-batch-size: 200 }\n", Map.of());

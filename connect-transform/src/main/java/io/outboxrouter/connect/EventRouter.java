@@ -6,6 +6,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
+import io.outboxrouter.config.EventRouterOptions;
+import io.outboxrouter.config.EventRouterOptions.Additional;
+import io.outboxrouter.config.EventRouterOptions.Placement;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -33,68 +36,61 @@ import org.slf4j.LoggerFactory;
  * warning (or an error), tombstones dropped, and records that are not Debezium change events pass through unchanged.
  */
 public final class EventRouter<R extends ConnectRecord<R>> implements Transformation<R>, Versioned {
+    static final String OP_INVALID = EventRouterOptions.OP_INVALID;
+    static final String ID = EventRouterOptions.ID;
+    static final String KEY = EventRouterOptions.KEY;
+    static final String TYPE = EventRouterOptions.TYPE;
+    static final String TIMESTAMP = EventRouterOptions.TIMESTAMP;
+    static final String PAYLOAD = EventRouterOptions.PAYLOAD;
+    static final String ADDITIONAL = EventRouterOptions.ADDITIONAL;
+    static final String ERROR_ON_MISSING = EventRouterOptions.ERROR_ON_MISSING;
+    static final String SCHEMA_VERSION = EventRouterOptions.SCHEMA_VERSION;
+    static final String ROUTE_BY = EventRouterOptions.ROUTE_BY;
+    static final String ROUTE_REGEX = EventRouterOptions.ROUTE_REGEX;
+    static final String ROUTE_REPLACEMENT = EventRouterOptions.ROUTE_REPLACEMENT;
+    static final String TOMBSTONE_ON_EMPTY = EventRouterOptions.TOMBSTONE_ON_EMPTY;
+    static final String EXPAND_JSON = EventRouterOptions.EXPAND_JSON;
+    static final String JSON_NULLS = EventRouterOptions.JSON_NULLS;
+    static final String NAME_ADJUSTMENT = EventRouterOptions.NAME_ADJUSTMENT;
+    static final String TRACING_FIELD = EventRouterOptions.TRACING_FIELD;
+    static final String TRACING_OPERATION = EventRouterOptions.TRACING_OPERATION;
+    static final String TRACING_CONTEXT_ONLY = EventRouterOptions.TRACING_CONTEXT_ONLY;
     private static final Logger LOG = LoggerFactory.getLogger(EventRouter.class);
 
-    static final String OP_INVALID = "table.op.invalid.behavior";
-    static final String ID = "table.field.event.id";
-    static final String KEY = "table.field.event.key";
-    static final String TYPE = "table.field.event.type";
-    static final String TIMESTAMP = "table.field.event.timestamp";
-    static final String PAYLOAD = "table.field.event.payload";
-    static final String ADDITIONAL = "table.fields.additional.placement";
-    static final String ERROR_ON_MISSING = "table.fields.additional.error.on.missing";
-    static final String SCHEMA_VERSION = "table.field.event.schema.version";
-    static final String ROUTE_BY = "route.by.field";
-    static final String ROUTE_REGEX = "route.topic.regex";
-    static final String ROUTE_REPLACEMENT = "route.topic.replacement";
-    static final String TOMBSTONE_ON_EMPTY = "route.tombstone.on.empty.payload";
-    static final String EXPAND_JSON = "table.expand.json.payload";
-    static final String JSON_NULLS = "table.json.payload.null.behavior";
-    static final String NAME_ADJUSTMENT = "field.name.adjustment.mode";
-    static final String TRACING_FIELD = "tracing.span.context.field";
-    static final String TRACING_OPERATION = "tracing.operation.name";
-    static final String TRACING_CONTEXT_ONLY = "tracing.with.context.field.only";
 
     public static final ConfigDef CONFIG_DEF = new ConfigDef()
-            .define(OP_INVALID, ConfigDef.Type.STRING, "warn", oneOf("warn", "error", "fatal"), ConfigDef.Importance.MEDIUM,
+            .define(OP_INVALID, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(OP_INVALID), oneOf("warn", "error", "fatal"), ConfigDef.Importance.MEDIUM,
                     "What an UPDATE of an outbox row does: warn (dropped, a warning), error (dropped, an error logged), fatal (the task fails)")
-            .define(ID, ConfigDef.Type.STRING, "id", ConfigDef.Importance.LOW, "The event id column: the id header")
-            .define(KEY, ConfigDef.Type.STRING, "aggregateid", ConfigDef.Importance.LOW, "The record key column")
-            .define(TYPE, ConfigDef.Type.STRING, "type", ConfigDef.Importance.LOW,
+            .define(ID, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ID), ConfigDef.Importance.LOW, "The event id column: the id header")
+            .define(KEY, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(KEY), ConfigDef.Importance.LOW, "The record key column")
+            .define(TYPE, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(TYPE), ConfigDef.Importance.LOW,
                     "The event type column (as in Debezium, not read: place it with " + ADDITIONAL + ", e.g. type:header)")
-            .define(TIMESTAMP, ConfigDef.Type.STRING, null, ConfigDef.Importance.LOW,
+            .define(TIMESTAMP, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(TIMESTAMP), ConfigDef.Importance.LOW,
                     "A column of Debezium's Timestamp, MicroTimestamp or NanoTimestamp type for the record timestamp; unset: the change's ts_ms")
-            .define(PAYLOAD, ConfigDef.Type.STRING, "payload", ConfigDef.Importance.LOW, "The payload column: the record value")
-            .define(ADDITIONAL, ConfigDef.Type.LIST, "", ConfigDef.Importance.MEDIUM,
+            .define(PAYLOAD, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(PAYLOAD), ConfigDef.Importance.LOW, "The payload column: the record value")
+            .define(ADDITIONAL, ConfigDef.Type.LIST, EventRouterOptions.DEFAULTS.get(ADDITIONAL), ConfigDef.Importance.MEDIUM,
                     "column:placement[:alias] entries, placement header, envelope or partition")
-            .define(ERROR_ON_MISSING, ConfigDef.Type.BOOLEAN, true, ConfigDef.Importance.LOW,
+            .define(ERROR_ON_MISSING, ConfigDef.Type.BOOLEAN, Boolean.parseBoolean(EventRouterOptions.DEFAULTS.get(ERROR_ON_MISSING)), ConfigDef.Importance.LOW,
                     "Whether an additional column missing from the row fails the record (else it is left out)")
-            .define(SCHEMA_VERSION, ConfigDef.Type.STRING, null, ConfigDef.Importance.LOW,
+            .define(SCHEMA_VERSION, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(SCHEMA_VERSION), ConfigDef.Importance.LOW,
                     "An INT32 column: the version of the value schema (with an envelope placement)")
-            .define(ROUTE_BY, ConfigDef.Type.STRING, "aggregatetype", ConfigDef.Importance.LOW, "The column whose value routes the record")
-            .define(ROUTE_REGEX, ConfigDef.Type.STRING, "(?<routedByValue>.*)", regex(), ConfigDef.Importance.LOW,
+            .define(ROUTE_BY, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ROUTE_BY), ConfigDef.Importance.LOW, "The column whose value routes the record")
+            .define(ROUTE_REGEX, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ROUTE_REGEX), regex(), ConfigDef.Importance.LOW,
                     "The regular expression matched against the whole routing value")
-            .define(ROUTE_REPLACEMENT, ConfigDef.Type.STRING, "outbox.event.${routedByValue}", ConfigDef.Importance.HIGH,
+            .define(ROUTE_REPLACEMENT, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ROUTE_REPLACEMENT), ConfigDef.Importance.HIGH,
                     "The topic: the routing value with the regular expression's match replaced by this")
-            .define(TOMBSTONE_ON_EMPTY, ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.LOW,
+            .define(TOMBSTONE_ON_EMPTY, ConfigDef.Type.BOOLEAN, Boolean.parseBoolean(EventRouterOptions.DEFAULTS.get(TOMBSTONE_ON_EMPTY)), ConfigDef.Importance.LOW,
                     "Whether an empty payload gives a tombstone (null value and schema)")
-            .define(EXPAND_JSON, ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.LOW,
+            .define(EXPAND_JSON, ConfigDef.Type.BOOLEAN, Boolean.parseBoolean(EventRouterOptions.DEFAULTS.get(EXPAND_JSON)), ConfigDef.Importance.LOW,
                     "Whether a JSON text payload becomes a struct with a schema inferred from it")
-            .define(JSON_NULLS, ConfigDef.Type.STRING, "ignore", oneOf("ignore", "optional_bytes"), ConfigDef.Importance.LOW,
+            .define(JSON_NULLS, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(JSON_NULLS), oneOf("ignore", "optional_bytes"), ConfigDef.Importance.LOW,
                     "In an expanded payload, a null field: left out (ignore) or typed optional bytes")
-            .define(NAME_ADJUSTMENT, ConfigDef.Type.STRING, "none", oneOf("none", "avro", "avro_unicode"), ConfigDef.Importance.LOW,
+            .define(NAME_ADJUSTMENT, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(NAME_ADJUSTMENT), oneOf("none", "avro", "avro_unicode"), ConfigDef.Importance.LOW,
                     "In an expanded payload, how JSON keys become field names")
-            .define(TRACING_FIELD, ConfigDef.Type.STRING, "tracingspancontext", ConfigDef.Importance.LOW,
+            .define(TRACING_FIELD, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(TRACING_FIELD), ConfigDef.Importance.LOW,
                     "Accepted for Debezium's configurations; tracing spans need OpenTelemetry, which this transformation does not run")
-            .define(TRACING_OPERATION, ConfigDef.Type.STRING, "debezium-read", ConfigDef.Importance.LOW, "Accepted, as " + TRACING_FIELD)
-            .define(TRACING_CONTEXT_ONLY, ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.LOW, "Accepted, as " + TRACING_FIELD);
-
-    enum Placement {
-        HEADER, ENVELOPE, PARTITION
-    }
-
-    record Additional(String column, Placement placement, String alias) {
-    }
+            .define(TRACING_OPERATION, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(TRACING_OPERATION), ConfigDef.Importance.LOW, "Accepted, as " + TRACING_FIELD)
+            .define(TRACING_CONTEXT_ONLY, ConfigDef.Type.BOOLEAN, Boolean.parseBoolean(EventRouterOptions.DEFAULTS.get(TRACING_CONTEXT_ONLY)), ConfigDef.Importance.LOW, "Accepted, as " + TRACING_FIELD);
 
     private String opInvalid;
     private String idColumn;
@@ -132,23 +128,11 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
 
     /** {@code column:placement[:alias]} entries; an unknown placement is refused here rather than on the first record. */
     static List<Additional> placements(List<String> entries) {
-        var out = new ArrayList<Additional>();
-        for (String entry : entries) {
-            String[] parts = entry.split(":");
-            if (parts.length < 2 || parts.length > 3) {
-                throw new ConfigException(ADDITIONAL, entries, "each entry is column:placement or column:placement:alias, not '" + entry + "'");
-            }
-            Placement placement;
-            try {
-                placement = Placement.valueOf(parts[1].trim().toUpperCase(Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new ConfigException(ADDITIONAL, entries, "'" + parts[1].trim() + "' in '" + entry
-                        + "' is not a placement: header, envelope or partition");
-            }
-            String column = parts[0].trim();
-            out.add(new Additional(column, placement, parts.length == 3 ? parts[2].trim() : column));
+        try {
+            return EventRouterOptions.placements(String.join(",", entries));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(ADDITIONAL, entries, e.getMessage());
         }
-        return List.copyOf(out);
     }
 
     @Override

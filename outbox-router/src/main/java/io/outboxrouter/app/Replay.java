@@ -5,7 +5,8 @@ import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.retry.Retry;
-import io.outboxrouter.routing.OutboxRouting;
+import io.outboxrouter.routing.Routing;
+import io.outboxrouter.routing.Routings;
 import io.outboxrouter.routing.RoutingResult;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -65,12 +66,12 @@ public final class Replay {
 
     private final RouterConfig config;
     private final Source source;
-    private final OutboxRouting routing;
+    private final Routing routing;
 
     public Replay(RouterConfig config) {
         this.config = config;
         this.source = Source.of(config);
-        this.routing = new OutboxRouting(config.source().tables(), config.outbox(), config.routing().topic());
+        this.routing = Routings.of(config);
     }
 
     /** The outbox tables that lack the filter's time column; a time range cannot be applied to them. */
@@ -139,9 +140,13 @@ public final class Replay {
                     ps.setFetchSize(CHUNK);
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
+                        // Debezium's EventRouter reads the connector's record: one is made of each row, typed as the connector types it.
+                        var records = config.routing().eventRouter() == null ? null
+                                : JdbcRecords.of(config.name(), table, rs.getMetaData(), c, config.source().kind().isBinlog());
                         while (rs.next()) {
                             var row = row(rs);
-                            var result = routing.route(new ChangeEvent(table, ChangeEvent.Operation.INSERT, row, "replay", null));
+                            var result = routing.route(new ChangeEvent(table, ChangeEvent.Operation.INSERT, row, "replay", null,
+                                    records == null ? null : records.record(rs)));
                             if (result instanceof RoutingResult.Publish p) {
                                 p.record().headers().add(new RecordHeader("replayed", "true".getBytes(StandardCharsets.UTF_8)));
                                 p.record().headers().add(new RecordHeader("replayed.at", replayedAt.getBytes(StandardCharsets.UTF_8)));

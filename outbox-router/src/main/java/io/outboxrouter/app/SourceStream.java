@@ -16,7 +16,7 @@ import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.OutboxBatchHandler;
-import io.outboxrouter.routing.OutboxRouting;
+import io.outboxrouter.routing.Routings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -102,8 +102,7 @@ final class SourceStream implements AutoCloseable {
     static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
         var pg = config.source().postgres();
         var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
-        var routing = new OutboxRouting(config.source().tables(), quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix(),
-                config.outbox(), config.routing().topic());
+        var routing = Routings.of(config, quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         return new SourceStream(config, Source.of(config),
                 sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics), metrics,

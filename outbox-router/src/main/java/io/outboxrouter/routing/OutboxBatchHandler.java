@@ -49,7 +49,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
     }
 
-    private final OutboxRouting routing;
+    private final Routing routing;
     private final DeadLetterPolicy policy;
     private final EventSink sink;
     private final RouterListener listener;
@@ -64,7 +64,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
      * @param policy      what becomes of rows that cannot be routed
      * @param deadLetters how their dead letters look
      */
-    public OutboxBatchHandler(OutboxRouting routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
+    public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
                               RouterListener listener) {
         this.routing = routing;
         this.policy = new DeadLetterPolicy(policy, deadLetters, listener);

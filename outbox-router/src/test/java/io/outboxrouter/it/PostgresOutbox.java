@@ -39,6 +39,10 @@ final class PostgresOutbox implements OutboxDatabase {
         }
     }
 
+    String database() {
+        return database;
+    }
+
     @Override
     public Connection connect() throws SQLException {
         var c = server.connect(database);

@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.kafka.connect.source.SourceRecord;
 
 /**
  * One committed row change, as the router sees it: no Debezium or database types. Column values are
@@ -15,8 +16,14 @@ import java.util.Map;
  * @param row        the row after the change (before it, for a delete); column order as in the table
  * @param position   the source position, readable by people, e.g. {@code lsn:0/1A2B3C8}
  * @param commitTime when the source transaction committed; null when the source does not say
+ * @param record     the connector's record it was read from, for a routing that reads Debezium's shapes; null when none
  */
-public record ChangeEvent(String table, Operation operation, Map<String, Object> row, String position, Instant commitTime) {
+public record ChangeEvent(String table, Operation operation, Map<String, Object> row, String position, Instant commitTime,
+                          SourceRecord record) {
+
+    public ChangeEvent(String table, Operation operation, Map<String, Object> row, String position, Instant commitTime) {
+        this(table, operation, row, position, commitTime, null);
+    }
 
     public enum Operation {
         INSERT,

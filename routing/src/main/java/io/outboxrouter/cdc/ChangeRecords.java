@@ -88,7 +88,7 @@ public final class ChangeRecords {
         String table = tableName(e.namespace() == null ? null : source.get(e.namespace()), source.get(e.table()));
         Long tsMs = e.tsMs() == null ? null : (Long) source.get(e.tsMs());
         return Optional.of(new ChangeEvent(table, op, columns, position.apply(source),
-                tsMs == null ? null : Instant.ofEpochMilli(tsMs)));
+                tsMs == null ? null : Instant.ofEpochMilli(tsMs), record));
     }
 
     /**

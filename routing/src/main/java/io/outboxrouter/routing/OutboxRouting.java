@@ -25,7 +25,7 @@ import org.apache.kafka.common.header.internals.RecordHeader;
  * {@code id}, {@code type}, {@code aggregatetype}, the source position, table and commit time, and any columns
  * mapped to headers. UPDATEs and DELETEs publish nothing, so insert-then-delete in one transaction still publishes.
  */
-public final class OutboxRouting {
+public final class OutboxRouting implements Routing {
     public static final String HEADER_ID = "id";
     public static final String HEADER_TYPE = "type";
     public static final String HEADER_AGGREGATE_TYPE = "aggregatetype";
@@ -89,6 +89,7 @@ public final class OutboxRouting {
         this.requiredColumns = List.of(columns.id(), columns.aggregateType(), columns.aggregateId(), columns.type(), columns.payload());
     }
 
+    @Override
     public RoutingResult route(ChangeEvent change) {
         if (change.operation().isMessage()) {
             return routeMessage(change);
