@@ -66,9 +66,6 @@ public final class FromDebeziumServer {
                 + "tables (and on Postgres 15+ only the columns it reads)");
         UNNEEDED.put("plugin.name", "the router reads pgoutput");
         UNNEEDED.put("name", "the router's name is topic.prefix's");
-        UNNEEDED.put("database.dbname", "in source.url");
-        UNNEEDED.put("database.hostname", "in source.url");
-        UNNEEDED.put("database.port", "in source.url");
         UNNEEDED.put("database.include.list", "the router reads the tables of source.tables");
         UNNEEDED.put("schema.include.list", "the router reads the tables of source.tables");
     }
@@ -177,6 +174,12 @@ public final class FromDebeziumServer {
                 dropped.add(new Dropped(key, "not a Debezium Server property the router knows", true));
             }
         }
+        for (String part : List.of("key", "value", "header")) { // json by default; schemas.enable alone turns schemas off
+            if (!props.containsKey("debezium.format." + part)
+                    && "false".equalsIgnoreCase(props.getOrDefault("debezium.format." + part + ".schemas.enable", "true"))) {
+                format.put(part, "schemaless-json");
+            }
+        }
         if (!props.containsKey("debezium.transforms")) {
             dropped.add(new Dropped("debezium.transforms", "missing: the router converts configurations that route with Debezium's "
                     + "outbox EventRouter", true));
@@ -214,7 +217,9 @@ public final class FromDebeziumServer {
     private static void source(String property, String key, String value, boolean binlog, Map<String, Object> source,
                                Map<String, Object> postgres, Map<String, Object> debezium, List<Dropped> dropped) {
         switch (property) {
-            case "connector.class", "table.include.list", "snapshot.mode", "topic.prefix", "database.user", "database.password" -> {
+            case "connector.class", "table.include.list", "snapshot.mode", "topic.prefix", "database.user", "database.password",
+                 "database.hostname", "database.port", "database.dbname" -> {
+                // read above
             }
             case "slot.name" -> postgres.put("slot", value);
             case "publication.name" -> postgres.put("publication", value);

@@ -65,6 +65,51 @@ class MainTest {
     }
 
     @Test
+    void aDebeziumServerConfigurationConvertsToOneTheRouterLoads() throws Exception {
+        var r = run("config", "from-debezium", Path.of("..", "docs", "examples", "debezium-server-postgres.properties").toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        var config = io.outboxrouter.config.RouterConfigLoader.parse(r.out(), java.util.Map.of("DB_PASSWORD", "pw"));
+        assertThat(config.name()).isEqualTo("orders");
+        assertThat(config.source().connection().url()).isEqualTo("jdbc:postgresql://db:5432/shop");
+        assertThat(config.source().tables()).containsExactly("public.outbox");
+        assertThat(config.source().postgres().slot()).isEqualTo("orders_outbox");
+        assertThat(config.source().snapshot()).isEqualTo(io.outboxrouter.config.SnapshotMode.NONE);
+        assertThat(config.kafka().producer()).containsEntry("compression.type", "lz4");
+        var mode = config.routing().eventRouter();
+        assertThat(mode.options().given()).containsEntry("route.topic.replacement", "orders.${routedByValue}")
+                .containsEntry("table.fields.additional.placement", "type:header:eventType")
+                .containsEntry("table.expand.json.payload", "true");
+        assertThat(mode.value()).isEqualTo(io.outboxrouter.config.RoutingConfig.Format.SCHEMALESS_JSON);
+        assertThat(mode.key()).isEqualTo(io.outboxrouter.config.RoutingConfig.Format.JSON);
+        // What it leaves out, it says, with the reason.
+        assertThat(r.out()).contains("# left out debezium.source.offset.storage.file.filename: the router keeps its positions")
+                .contains("# left out quarkus.log.console.json: a Quarkus setting");
+    }
+
+    @Test
+    void aDebeziumServerPropertyWithoutAnEquivalentIsRefusedWithTheReason() throws Exception {
+        var file = Files.writeString(dir.resolve("application.properties"), """
+                debezium.sink.type=pulsar
+                debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector
+                debezium.source.topic.prefix=orders
+                debezium.source.table.include.list=public.outbox.*
+                debezium.source.snapshot.mode=when_needed
+                debezium.transforms=unwrap,outbox
+                debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
+                debezium.transforms.outbox.route.topic.replacment=typo
+                debezium.format.value=avro
+                """);
+        var r = run("config", "from-debezium", file.toString());
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("debezium.sink.type: the router publishes to Kafka only (was pulsar)")
+                .contains("debezium.source.table.include.list: the router names tables, not patterns")
+                .contains("debezium.source.snapshot.mode: the router takes initial or none (no_data); \"when_needed\" has no equivalent")
+                .contains("debezium.transforms: the router runs the outbox EventRouter alone")
+                .contains("debezium.transforms.outbox.route.topic.replacment: not an option of Debezium's outbox EventRouter")
+                .contains("debezium.format.value: the router writes json, schemaless json, simplestring or binary; \"avro\" has no equivalent");
+    }
+
+    @Test
     void aMissingConfigFileIsAClearError() {
         var r = run("config", "--config", dir.resolve("nope.yml").toString());
         assertThat(r.exit()).isEqualTo(2);

@@ -11,6 +11,7 @@ import io.debezium.engine.format.SimpleString;
 import io.outboxrouter.app.Replay;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.migrate.FromDebeziumServer;
 import io.outboxrouter.testing.PostgresServer;
 import io.outboxrouter.testing.TestServers;
 import java.nio.charset.StandardCharsets;
@@ -37,34 +38,57 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * {@code routing.event-router} against Debezium's own pipeline on the same rows: Debezium's Postgres connector in its
- * embedded engine with Debezium's EventRouter as a transformation and Debezium's serialisation formats, as Debezium
- * Server runs them. Topic, key, value and headers must be the same bytes, streamed and replayed.
+ * A Debezium Server configuration (Postgres, the outbox EventRouter, the Kafka sink) run two ways on the same rows: by
+ * Debezium's own pipeline (its Postgres connector in its embedded engine, Debezium's EventRouter as the transformation,
+ * Debezium's serialisation formats, as Debezium Server runs them), and by the router from what {@code config
+ * from-debezium} makes of it. Topic, key, value and headers must be the same bytes, streamed and replayed.
  */
 class PostgresEventRouterModeIT {
+    /** The parts every case shares; %s: bootstrap servers, port, user, password, database, topic prefix, slot, topics. */
+    private static final String COMMON = """
+            debezium.sink.type=kafka
+            debezium.sink.kafka.producer.bootstrap.servers=%s
+            debezium.sink.kafka.producer.key.serializer=org.apache.kafka.common.serialization.StringSerializer
+            debezium.sink.kafka.producer.value.serializer=org.apache.kafka.common.serialization.StringSerializer
+            debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector
+            debezium.source.offset.storage.file.filename=data/offsets.dat
+            debezium.source.offset.flush.interval.ms=0
+            debezium.source.database.hostname=127.0.0.1
+            debezium.source.database.port=%s
+            debezium.source.database.user=%s
+            debezium.source.database.password=%s
+            debezium.source.database.dbname=%s
+            debezium.source.topic.prefix=%s
+            debezium.source.plugin.name=pgoutput
+            debezium.source.slot.name=%s
+            debezium.source.publication.name=%s
+            debezium.source.table.include.list=public.outbox,public.outbox_binary
+            debezium.source.snapshot.mode=no_data
+            debezium.transforms=outbox
+            debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
+            debezium.transforms.outbox.route.topic.replacement=%s.\\${routedByValue}
+            """;
 
-    /** One case: the EventRouter options (shared), the router's routing.format and Debezium Server's debezium.format.* of it. */
     static List<Arguments> cases() {
         return List.of(
-                Arguments.of("defaults-with-placements", """
-                        table.fields.additional.placement: "type:header:eventType,created_at:envelope:createdAt,tracingspancontext:header"
-                        """, "{}", Json.class, Json.class, Json.class, Map.of()),
-                Arguments.of("expanded-schemaless", """
-                        table.expand.json.payload: "true"
-                        route.by.field: type
-                        table.fields.additional.placement: "aggregatetype:header"
-                        route.tombstone.on.empty.payload: "true"
-                        """, "{ key: string, value: schemaless-json, header: schemaless-json }", SimpleString.class, Json.class, Json.class,
-                        Map.of("value.converter.schemas.enable", "false", "header.converter.schemas.enable", "false")));
+                Arguments.of("json with schemas, header and envelope placements", """
+                        debezium.transforms.outbox.table.fields.additional.placement=type:header:eventType,created_at:envelope:createdAt,tracingspancontext:header
+                        """),
+                Arguments.of("expanded payload, schemaless json, simplestring keys, routed by type", """
+                        debezium.transforms.outbox.table.expand.json.payload=true
+                        debezium.transforms.outbox.route.by.field=type
+                        debezium.transforms.outbox.table.fields.additional.placement=aggregatetype:header
+                        debezium.transforms.outbox.route.tombstone.on.empty.payload=true
+                        debezium.format.key=simplestring
+                        debezium.format.value=json
+                        debezium.format.value.schemas.enable=false
+                        debezium.format.header.schemas.enable=false
+                        """));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
-    void theRouterPublishesTheBytesDebeziumServerWould(String label, String options, String format,
-                                                       Class<? extends SerializationFormat<?>> keyFormat,
-                                                       Class<? extends SerializationFormat<?>> valueFormat,
-                                                       Class<? extends SerializationFormat<?>> headerFormat,
-                                                       Map<String, String> formatSettings) throws Exception {
+    void theRouterPublishesTheBytesDebeziumServerWould(String label, String options) throws Exception {
         PostgresServer server = TestServers.postgres();
         var db = new PostgresOutbox(server, OutboxContract.unique("erm"));
         String topics = OutboxContract.unique("erm").replace('_', '-');
@@ -73,17 +97,15 @@ class PostgresEventRouterModeIT {
         db.execute("ALTER TABLE public.outbox_binary ADD COLUMN created_at timestamptz(3) NOT NULL DEFAULT now()");
         db.execute("CREATE PUBLICATION " + slot + " FOR TABLE public.outbox, public.outbox_binary");
         db.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
-        String indented = options.lines().map(l -> "    " + l).reduce("", (a, b) -> a + b + "\n");
-        var config = RouterConfigLoader.parse("name: " + name + "\n" + db.sourceYaml() + """
-                routing:
-                  event-router:
-                    route.topic.replacement: "%s.${routedByValue}"
-                %s  format: %s
-                kafka:
-                  bootstrap-servers: %s
-                http:
-                  enabled: false
-                """.formatted(topics, indented, format, OutboxContract.kafka()), Map.of());
+        var properties = new Properties();
+        properties.load(new java.io.StringReader(COMMON.formatted(OutboxContract.kafka(), server.port(), PostgresServer.USER,
+                PostgresServer.PASSWORD, db.database(), name, slot, slot, topics) + options));
+
+        var converted = FromDebeziumServer.convert(properties);
+        assertThat(converted.dropped()).noneMatch(FromDebeziumServer.Dropped::refused);
+        // The same publication, a slot of its own: Debezium's pipeline reads the other at the same time.
+        var config = RouterConfigLoader.parse(converted.yaml() + "http: { enabled: false }\n",
+                Map.of("OUTBOX_ROUTER_SOURCE_POSTGRES_SLOT", slot + "_router"));
 
         var written = new ArrayList<UUID>();
         Map<String, Wire> routerRecords;
@@ -99,8 +121,7 @@ class PostgresEventRouterModeIT {
             routerRecords = readBack(topics, written.size(), Duration.ofSeconds(60));
         }
         // After the router stopped: the connector's metrics carry the topic prefix, one registration per name in a JVM.
-        var debezium = debeziumServerPipeline(server, db, slot, name, topics, options, keyFormat, valueFormat, headerFormat,
-                formatSettings, written.size());
+        var debezium = debeziumServerPipeline(properties, written.size());
         assertThat(debezium.keySet()).as("Debezium's pipeline published the same events").isEqualTo(routerRecords.keySet());
         for (var id : debezium.keySet()) {
             assertThat(routerRecords.get(id)).as("event %s", id).isEqualTo(debezium.get(id));
@@ -108,10 +129,12 @@ class PostgresEventRouterModeIT {
 
         // A replay of the same rows: the records it would publish carry the same bytes (and its two markers).
         var replayed = new LinkedHashMap<String, Wire>();
-        new Replay(config).run(Optional.empty(), r -> replayed.put(idOf(r.headers(), r.topic(), r.key(), r.value()),
-                Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)), reason -> { throw new AssertionError(reason); },
-                new Replay.Filter(null, null, null, null, null, "created_at", List.of()));
+        new Replay(config).run(Optional.empty(), r -> replayed.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
+                reason -> {
+                    throw new AssertionError(reason);
+                }, new Replay.Filter(null, null, null, null, null, "created_at", List.of()));
         assertThat(replayed).isEqualTo(debezium);
+        db.execute("SELECT pg_drop_replication_slot('" + slot + "')");
     }
 
     private static UUID insert(java.sql.Connection c, String table, String aggregateType, String aggregateId, String type, String payload)
@@ -152,7 +175,7 @@ class PostgresEventRouterModeIT {
     }
 
     /** The event's id: in its id header (JSON with a schema, schemaless JSON or text), whatever the format. */
-    private static String idOf(Headers headers, String topic, byte[] key, byte[] value) {
+    private static String idOf(Headers headers) {
         var h = headers.lastHeader("id");
         String text = new String(h.value(), StandardCharsets.UTF_8);
         var m = java.util.regex.Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").matcher(text);
@@ -172,14 +195,14 @@ class PostgresEventRouterModeIT {
             long deadline = System.nanoTime() + timeout.toNanos();
             while (out.size() < count && System.nanoTime() < deadline) {
                 for (var r : consumer.poll(Duration.ofMillis(200))) {
-                    out.put(idOf(r.headers(), r.topic(), r.key(), r.value()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
+                    out.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
                 }
             }
             // Anything more (an update published, a record twice) would show here.
             long settle = System.nanoTime() + Duration.ofSeconds(2).toNanos();
             while (System.nanoTime() < settle) {
                 for (var r : consumer.poll(Duration.ofMillis(200))) {
-                    out.put(idOf(r.headers(), r.topic(), r.key(), r.value()) + " again", Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
+                    out.put(idOf(r.headers()) + " again", Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
                 }
             }
         }
@@ -187,42 +210,33 @@ class PostgresEventRouterModeIT {
     }
 
     /**
-     * Debezium Server's way, in process: the embedded engine with Debezium's EventRouter as {@code transforms.outbox} and the
-     * serialisation formats' converters; each event as its Kafka sink would send it (strings as UTF-8).
+     * Debezium Server's way, in process: its properties given to the embedded engine as Debezium Server gives them
+     * ({@code debezium.source.*} to the connector, {@code debezium.transforms*} as the transformations, {@code
+     * debezium.format.*} as the converters), offsets in memory; each event as its Kafka sink would send it.
      */
-    private static Map<String, Wire> debeziumServerPipeline(PostgresServer server, PostgresOutbox db, String slot, String prefix, String topics,
-                                                            String options, Class<? extends SerializationFormat<?>> keyFormat,
-                                                            Class<? extends SerializationFormat<?>> valueFormat,
-                                                            Class<? extends SerializationFormat<?>> headerFormat,
-                                                            Map<String, String> formatSettings, int count) throws Exception {
+    private static Map<String, Wire> debeziumServerPipeline(Properties server, int count) throws Exception {
         var p = new Properties();
-        p.setProperty("name", "dbz-" + slot);
-        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-        p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
-        p.setProperty("offset.flush.interval.ms", "1000");
-        p.setProperty("database.hostname", "127.0.0.1");
-        p.setProperty("database.port", Integer.toString(server.port()));
-        p.setProperty("database.user", PostgresServer.USER);
-        p.setProperty("database.password", PostgresServer.PASSWORD);
-        p.setProperty("database.dbname", db.database());
-        p.setProperty("plugin.name", "pgoutput");
-        p.setProperty("slot.name", slot);
-        p.setProperty("publication.name", slot);
-        p.setProperty("publication.autocreate.mode", "disabled");
-        p.setProperty("snapshot.mode", "no_data");
-        p.setProperty("topic.prefix", prefix);
-        p.setProperty("table.include.list", "public.outbox,public.outbox_binary");
-        p.setProperty("transforms", "outbox");
-        p.setProperty("transforms.outbox.type", "io.debezium.transforms.outbox.EventRouter");
-        p.setProperty("transforms.outbox.route.topic.replacement", topics + ".${routedByValue}");
-        for (String line : options.lines().toList()) {
-            int colon = line.indexOf(':');
-            p.setProperty("transforms.outbox." + line.substring(0, colon).trim(), line.substring(colon + 1).trim().replace("\"", ""));
+        var formats = new java.util.HashMap<String, Class<? extends SerializationFormat<?>>>(Map.of("key", Json.class, "value", Json.class,
+                "header", Json.class));
+        for (String key : server.stringPropertyNames()) {
+            String value = server.getProperty(key);
+            if (key.startsWith("debezium.source.")) {
+                p.setProperty(key.substring("debezium.source.".length()), value);
+            } else if (key.startsWith("debezium.transforms")) {
+                p.setProperty(key.substring("debezium.".length()), value);
+            } else if (key.matches("debezium\\.format\\.(key|value|header)")) {
+                formats.put(key.substring("debezium.format.".length()), value.equals("simplestring") ? SimpleString.class : Json.class);
+            } else if (key.startsWith("debezium.format.")) {
+                String rest = key.substring("debezium.format.".length());
+                p.setProperty(rest.substring(0, rest.indexOf('.')) + ".converter" + rest.substring(rest.indexOf('.')), value);
+            }
         }
-        formatSettings.forEach(p::setProperty);
+        p.setProperty("name", "dbz-" + p.getProperty("slot.name"));
+        p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
+        p.setProperty("publication.autocreate.mode", "disabled");
         var received = new ConcurrentHashMap<String, Wire>();
         @SuppressWarnings({"unchecked", "rawtypes"})
-        var format = KeyValueHeaderChangeEventFormat.of((Class) keyFormat, (Class) valueFormat, (Class) headerFormat);
+        var format = KeyValueHeaderChangeEventFormat.of((Class) formats.get("key"), (Class) formats.get("value"), (Class) formats.get("header"));
         ExecutorService executor = Executors.newSingleThreadExecutor();
         @SuppressWarnings({"unchecked", "rawtypes"})
         DebeziumEngine.Builder<ChangeEvent<Object, Object>> builder = (DebeziumEngine.Builder) DebeziumEngine.create(format);
@@ -241,7 +255,7 @@ class PostgresEventRouterModeIT {
                                 .forEach(h -> headers.add(h.getKey(), bytes(h.getValue())));
                         byte[] key = bytes(e.key());
                         byte[] value = bytes(e.value());
-                        received.put(idOf(headers, e.destination(), key, value), Wire.of(e.destination(), key, value, headers, false));
+                        received.put(idOf(headers), Wire.of(e.destination(), key, value, headers, false));
                     } catch (RuntimeException | AssertionError x) {
                         failure.set("reading " + e + ": " + x);
                     }
@@ -262,7 +276,6 @@ class PostgresEventRouterModeIT {
             }
             executor.shutdown();
             executor.awaitTermination(30, TimeUnit.SECONDS);
-            db.execute("SELECT pg_drop_replication_slot('" + slot + "')");
         }
         return new LinkedHashMap<>(received);
     }
