@@ -64,7 +64,9 @@ final class ConnectorProperties {
             p.setProperty("decimal.handling.mode", "string");
         }
         p.setProperty("binary.handling.mode", "bytes");
-        p.setProperty("include.unknown.datatypes", "true");
+        if (config.routing().eventRouter() == null) {
+            p.setProperty("include.unknown.datatypes", "true");
+        }
         config.debezium().forEach(p::setProperty);
         return p;
     }

@@ -41,7 +41,7 @@ final class PostgresPreflight {
      */
     static Map<String, String> run(String routerName, SourceConfig source, Collection<String> columns, Collection<String> read,
                                    String aggregateId) {
-        var failed = checks(routerName, source, columns, aggregateId).stream().filter(c -> !c.ok()).map(Check::problem).toList();
+        var failed = checks(routerName, source, columns, read, aggregateId).stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }
@@ -107,8 +107,14 @@ final class PostgresPreflight {
         return tables;
     }
 
-    /** Every prerequisite, checked; a connection failure is one failed check. */
-    static List<Check> checks(String routerName, SourceConfig source, Collection<String> columns, String aggregateId) {
+    /**
+     * Every prerequisite, checked; a connection failure is one failed check.
+     *
+     * @param columns the columns every outbox table must have
+     * @param read    those and the ones read where a table has them: an existing column list must not leave them out
+     */
+    static List<Check> checks(String routerName, SourceConfig source, Collection<String> columns, Collection<String> read,
+                              String aggregateId) {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
@@ -139,7 +145,7 @@ final class PostgresPreflight {
             } else {
                 checks.addAll(shardChecks(c, routerName, source, aggregateId, ColumnLists.of(c, source.tables(), columns)));
             }
-            publishedRowsCheck(c, source.postgres().publication(), source.tables(), columns).ifPresent(checks::add);
+            publishedRowsCheck(c, source.postgres().publication(), source.tables(), columns, read).ifPresent(checks::add);
         } catch (SQLException e) {
             checks.add(Check.connectionFailed(conn.url(), e));
         }
@@ -323,8 +329,8 @@ final class PostgresPreflight {
      * An existing publication must publish the outbox tables' inserts with every column the router reads (a Postgres 15+
      * column list may leave some out): else each row would reach the router without them, or not at all.
      */
-    private static Optional<Check> publishedRowsCheck(Connection c, String publication, List<String> tables, Collection<String> columns)
-            throws SQLException {
+    private static Optional<Check> publishedRowsCheck(Connection c, String publication, List<String> tables, Collection<String> required,
+                                                      Collection<String> read) throws SQLException {
         if (tables.isEmpty()) {
             return Optional.empty();
         }
@@ -359,9 +365,11 @@ final class PostgresPreflight {
                         continue;
                     }
                     var listed = Set.of((String[]) rs.getArray(1).getArray());
+                    var inTable = columns(c, t);
+                    var columns = read.stream().filter(col -> required.contains(col) || inTable.contains(col)).toList();
                     var missing = columns.stream().filter(col -> !listed.contains(col)).toList();
                     if (!missing.isEmpty()) {
-                        var list = columns(c, t).stream().filter(col -> listed.contains(col) || columns.contains(col)).toList();
+                        var list = inTable.stream().filter(col -> listed.contains(col) || columns.contains(col)).toList();
                         return Optional.of(Check.fail("published rows", "publication " + publication + " publishes " + t + " without "
                                 + "column(s) " + String.join(", ", missing) + " that the router reads (its column list)",
                                 ColumnLists.fix(c, publication, t, list)));
@@ -371,7 +379,7 @@ final class PostgresPreflight {
         }
         var saving = new ArrayList<String>();
         for (String t : tables) {
-            ColumnLists.wouldSave(c, publication, t, columns).ifPresent(saving::add);
+            ColumnLists.wouldSave(c, publication, t, read).ifPresent(saving::add);
         }
         return Optional.of(Check.pass("published rows", "publication " + publication + " publishes the inserts of "
                 + String.join(", ", tables) + " with every column the router reads" + (saving.isEmpty() ? ""

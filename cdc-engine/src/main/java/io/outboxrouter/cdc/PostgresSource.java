@@ -54,7 +54,7 @@ final class PostgresSource implements Source {
     @Override
     public List<Check> checks() {
         var checks = new ArrayList<>(PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
-                config.outbox().columns().aggregateId()));
+                ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId()));
         checks.addAll(Retention.checks(config, this));
         return checks;
     }

@@ -1,5 +1,6 @@
 package io.outboxrouter.app;
 
+import io.outboxrouter.config.SourceKind;
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
@@ -46,15 +47,26 @@ final class JdbcRecords {
     }
 
     /** The schemas of a result set's columns; throws naming a column whose type is not mapped. */
-    static JdbcRecords of(String routerName, String table, ResultSetMetaData meta, java.sql.Connection c, boolean binlog) throws SQLException {
+    /**
+     * @param read the columns the connector decodes (its column include list): the record carries those only, as the
+     *             streamed one does
+     */
+    static JdbcRecords of(String routerName, String table, ResultSetMetaData meta, java.sql.Connection c, SourceKind kind,
+                          java.util.Collection<String> read) throws SQLException {
+        boolean binlog = kind.isBinlog();
         var defaults = defaults(c, table, binlog);
         var columns = new ArrayList<Column>();
         for (int i = 1; i <= meta.getColumnCount(); i++) {
             String name = meta.getColumnLabel(i);
+            if (!read.contains(name)) {
+                continue;
+            }
             String type = meta.getColumnTypeName(i).toLowerCase(Locale.ROOT);
             boolean optional = meta.isNullable(i) != ResultSetMetaData.columnNoNulls;
             int scale = meta.getScale(i);
-            var schema = binlog && type.equals("timestamp") ? schema("timestamptz", scale) : schema(type, scale);
+            // A MySQL timestamp is zoned; MariaDB's json is longtext to the binlog, so Debezium types it as text.
+            var schema = binlog && type.equals("timestamp") ? schema("timestamptz", scale)
+                    : kind == SourceKind.MARIADB && type.equals("json") ? SchemaBuilder.string() : schema(type, scale);
             if (schema == null) {
                 throw new IllegalStateException("column " + name + " of " + table + " is of type " + type + ", which a replay under "
                         + "routing.event-router does not type as Debezium does; leave it out of the outbox table, or replay without "
@@ -115,8 +127,9 @@ final class JdbcRecords {
     private static final java.util.regex.Pattern QUOTED = java.util.regex.Pattern.compile("'((?:[^']|'')*)'(::.*)?");
 
     /**
-     * The default Debezium gives a column's schema: a quoted literal's text; for a NOT NULL time column whose default is an
-     * expression it cannot evaluate (now()), the epoch. Null: none, or one not worked out here.
+     * The default Debezium gives a column's schema: a quoted literal's text; for a NOT NULL time or UUID column whose default
+     * is an expression it cannot evaluate (now(), gen_random_uuid()), the epoch or the nil UUID. Null: none, or one not
+     * worked out here.
      */
     private static Object defaultValue(SchemaBuilder schema, String expression, boolean optional, int precision) {
         if (expression == null) {
@@ -136,15 +149,17 @@ final class JdbcRecords {
         if ("io.debezium.time.Timestamp".equals(name) || "io.debezium.time.MicroTimestamp".equals(name)) {
             return 0L;
         }
+        if ("io.debezium.data.Uuid".equals(name)) {
+            return "00000000-0000-0000-0000-000000000000"; // gen_random_uuid() and the like
+        }
         return null;
     }
 
     /** The current row of {@code rs} as the connector's record of its insert. */
     SourceRecord record(ResultSet rs) throws SQLException {
         var row = new Struct(rowSchema);
-        for (int i = 0; i < columns.size(); i++) {
-            var c = columns.get(i);
-            row.put(c.name(), value(rs, i + 1, c));
+        for (var c : columns) {
+            row.put(c.name(), value(rs, rs.findColumn(c.name()), c));
         }
         var envelope = new Struct(envelopeSchema).put("after", row).put("op", "c").put("ts_ms", System.currentTimeMillis());
         return new SourceRecord(Map.of(), Map.of(), routerName + "." + table, null, null, null, envelopeSchema, envelope);

@@ -41,7 +41,7 @@ public final class FromDebeziumServer {
             "io.debezium.connector.mariadb.MariaDbConnector", "mariadb");
     private static final String EVENT_ROUTER = "io.debezium.transforms.outbox.EventRouter";
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
-    private static final Pattern QUARKUS_DEFAULT = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_.]*):([^}]*)}");
+    private static final Pattern QUARKUS_DEFAULT = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_.-]*)(?::([^}]*))?}");
     private static final Pattern LITERAL_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\\\?\\.[A-Za-z_][A-Za-z0-9_$]*");
 
     /** Source properties the router sets itself or makes unnecessary, with the reason each is left out. */
@@ -75,7 +75,8 @@ public final class FromDebeziumServer {
 
     public static Result convert(Properties properties) {
         var props = new TreeMap<String, String>();
-        properties.stringPropertyNames().forEach(k -> props.put(k, properties.getProperty(k).trim()));
+        // Quarkus expressions in any value become the router's: ${VAR:default} -> ${VAR:-default}.
+        properties.stringPropertyNames().forEach(k -> props.put(k, quarkus(properties.getProperty(k).trim())));
         var dropped = new ArrayList<Dropped>();
         var tree = new LinkedHashMap<String, Object>();
         var source = new LinkedHashMap<String, Object>();
@@ -183,6 +184,17 @@ public final class FromDebeziumServer {
         if (!props.containsKey("debezium.transforms")) {
             dropped.add(new Dropped("debezium.transforms", "missing: the router converts configurations that route with Debezium's "
                     + "outbox EventRouter", true));
+        } else {
+            for (String t : props.get("debezium.transforms").split("\\s*,\\s*")) {
+                if (!t.isBlank() && !props.containsKey("debezium.transforms." + t + ".type")) {
+                    dropped.add(new Dropped("debezium.transforms." + t + ".type", "missing: the transformation's class", true));
+                }
+            }
+        }
+        if (binlog && !props.containsKey("debezium.source.snapshot.mode")) {
+            dropped.add(new Dropped("debezium.source.snapshot.mode", "not set: Debezium's default, initial, is kept; a first start "
+                    + "then publishes every row still in the outbox tables again. To go on from where Debezium Server stopped, see "
+                    + "docs/migrating-from-debezium.md", false));
         }
         if (!postgres.isEmpty()) {
             source.put("postgres", postgres);
@@ -233,7 +245,15 @@ public final class FromDebeziumServer {
                     dropped.add(new Dropped(key, "the router runs its own heartbeat on Postgres (source.postgres.heartbeat-*)", false));
                 }
             }
+            case "message.prefix.include.list", "message.prefix.exclude.list", "table.exclude.list" -> dropped.add(new Dropped(key,
+                    "the router sets what the connector reads itself (its own logical decoding messages included): name the outbox "
+                    + "tables in source.tables", true));
             default -> {
+                if (property.startsWith("database.ssl")) {
+                    dropped.add(new Dropped(key, "give TLS settings in source.url, as JDBC parameters (e.g. ?sslmode=verify-full), and "
+                            + "under debezium: for the connector", true));
+                    return;
+                }
                 String reason = unneeded(property);
                 if (reason != null) {
                     if (property.equals("plugin.name") && !value.equals("pgoutput")) {
@@ -312,10 +332,15 @@ public final class FromDebeziumServer {
         }
     }
 
-    /** Quarkus's {@code ${VAR:default}} is the router's {@code ${VAR:-default}}. */
+    /**
+     * Quarkus's {@code ${name:default}} is the router's {@code ${NAME:-default}}: Quarkus reads {@code db.password} from the
+     * environment as {@code DB_PASSWORD}. {@code ${routedByValue}} (Debezium's own placeholder, escaped in the file) is left.
+     */
     private static String quarkus(String value) {
         Matcher m = QUARKUS_DEFAULT.matcher(value);
-        return m.replaceAll(r -> Matcher.quoteReplacement("${" + r.group(1).replace('.', '_') + ":-" + r.group(2) + "}"));
+        return m.replaceAll(r -> r.group(1).equals("routedByValue") ? Matcher.quoteReplacement(r.group())
+                : Matcher.quoteReplacement("${" + r.group(1).replace('.', '_').replace('-', '_').toUpperCase(Locale.ROOT)
+                + (r.group(2) == null ? "" : ":-" + r.group(2)) + "}"));
     }
 
     private static String yaml(Map<String, Object> tree) {

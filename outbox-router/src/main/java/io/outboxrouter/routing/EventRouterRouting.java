@@ -3,6 +3,7 @@ package io.outboxrouter.routing;
 import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.config.EventRouterOptions;
 import io.outboxrouter.config.RoutingConfig;
+import io.outboxrouter.config.TopicTemplate;
 import io.outboxrouter.connect.EventRouter;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -98,7 +99,15 @@ public final class EventRouterRouting implements Routing {
             return new RoutingResult.Ignore(change.operation() + " of an outbox row publishes nothing");
         }
         if (out == change.record()) {
-            return new RoutingResult.Ignore("not an outbox change: " + change.position());
+            // Passed on as not being a change event, though it came from an outbox table: never dropped unseen.
+            return new RoutingResult.Reject("event_router", "Debezium's EventRouter passed the row on unrouted (not a change event)", change);
+        }
+        if (!TopicTemplate.isLegalTopic(out.topic())) {
+            return new RoutingResult.Reject("illegal_topic", EventRouterOptions.ROUTE_REPLACEMENT + " makes \"" + out.topic()
+                    + "\", which is not a legal Kafka topic name", change);
+        }
+        if (out.kafkaPartition() != null && out.kafkaPartition() < 0) {
+            return new RoutingResult.Reject("event_router", "the partition column gives " + out.kafkaPartition() + ", not a partition", change);
         }
         try {
             String topic = out.topic();

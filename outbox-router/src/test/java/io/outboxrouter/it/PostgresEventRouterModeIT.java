@@ -95,6 +95,7 @@ class PostgresEventRouterModeIT {
         String name = OutboxContract.unique("erm-router").replace('_', '-');
         String slot = OutboxContract.unique("dbz_erm");
         db.execute("ALTER TABLE public.outbox_binary ADD COLUMN created_at timestamptz(3) NOT NULL DEFAULT now()");
+        db.execute("ALTER TABLE public.outbox ALTER COLUMN id SET DEFAULT gen_random_uuid()"); // a default in the id header's schema
         db.execute("CREATE PUBLICATION " + slot + " FOR TABLE public.outbox, public.outbox_binary");
         db.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
         var properties = new Properties();
@@ -108,7 +109,7 @@ class PostgresEventRouterModeIT {
                 Map.of("OUTBOX_ROUTER_SOURCE_POSTGRES_SLOT", slot + "_router"));
 
         var written = new ArrayList<UUID>();
-        Map<String, Wire> routerRecords;
+        Map<String, DebeziumServerPipeline.Wire> routerRecords;
         try (var router = Router.start(config); var c = db.connect()) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
             for (int i = 0; i < 3; i++) {
@@ -118,18 +119,23 @@ class PostgresEventRouterModeIT {
             written.add(insert(c, "public.outbox_binary", "Blob", "b-1", "BlobStored", "\u0001\u0002binary"));
             c.commit();
             db.execute("UPDATE public.outbox SET aggregateid = aggregateid WHERE aggregateid = 'o-2'"); // dropped by both
-            routerRecords = readBack(topics, written.size(), Duration.ofSeconds(60));
+            routerRecords = DebeziumServerPipeline.readBack(topics, written.size(), Duration.ofSeconds(60));
         }
         // After the router stopped: the connector's metrics carry the topic prefix, one registration per name in a JVM.
-        var debezium = debeziumServerPipeline(properties, written.size());
+        Map<String, DebeziumServerPipeline.Wire> debezium;
+        try (var pipeline = DebeziumServerPipeline.start(properties, Map.of("publication.autocreate.mode", "disabled"))) {
+            debezium = pipeline.await(written.size());
+        }
+        assertThat(debezium).as("Debezium's pipeline published every event once").hasSize(written.size());
         assertThat(debezium.keySet()).as("Debezium's pipeline published the same events").isEqualTo(routerRecords.keySet());
         for (var id : debezium.keySet()) {
             assertThat(routerRecords.get(id)).as("event %s", id).isEqualTo(debezium.get(id));
         }
 
         // A replay of the same rows: the records it would publish carry the same bytes (and its two markers).
-        var replayed = new LinkedHashMap<String, Wire>();
-        new Replay(config).run(Optional.empty(), r -> replayed.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
+        var replayed = new LinkedHashMap<String, DebeziumServerPipeline.Wire>();
+        new Replay(config).run(Optional.empty(), r -> replayed.put(DebeziumServerPipeline.idOf(r.headers()),
+                        DebeziumServerPipeline.Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
                 reason -> {
                     throw new AssertionError(reason);
                 }, new Replay.Filter(null, null, null, null, null, "created_at", List.of()));
@@ -157,140 +163,4 @@ class PostgresEventRouterModeIT {
         return id;
     }
 
-    /** A record as it reaches Kafka: topic, key, value and headers (names and bytes, in order), as comparable text. */
-    record Wire(String topic, String key, String value, List<String> headers) {
-        static Wire of(String topic, byte[] key, byte[] value, Headers headers, boolean dropReplayMarkers) {
-            var h = new ArrayList<String>();
-            headers.forEach(x -> {
-                if (!dropReplayMarkers || !x.key().startsWith("replayed")) {
-                    h.add(x.key() + "=" + text(x.value()));
-                }
-            });
-            return new Wire(topic, text(key), text(value), h);
-        }
-
-        private static String text(byte[] b) {
-            return b == null ? "<null>" : new String(b, StandardCharsets.UTF_8) + " [" + Base64.getEncoder().encodeToString(b) + "]";
-        }
-    }
-
-    /** The event's id: in its id header (JSON with a schema, schemaless JSON or text), whatever the format. */
-    private static String idOf(Headers headers) {
-        var h = headers.lastHeader("id");
-        String text = new String(h.value(), StandardCharsets.UTF_8);
-        var m = java.util.regex.Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").matcher(text);
-        assertThat(m.find()).as("an id header in %s", text).isTrue();
-        return m.group();
-    }
-
-    private static Map<String, Wire> readBack(String topics, int count, Duration timeout) {
-        var props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, OutboxContract.kafka());
-        props.put(ConsumerConfig.GROUP_ID_CONFIG, "erm-" + UUID.randomUUID());
-        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "500"); // topics the router creates while this reads
-        var out = new LinkedHashMap<String, Wire>();
-        try (var consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-            consumer.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(topics) + "\\..*"));
-            long deadline = System.nanoTime() + timeout.toNanos();
-            while (out.size() < count && System.nanoTime() < deadline) {
-                for (var r : consumer.poll(Duration.ofMillis(200))) {
-                    out.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
-                }
-            }
-            // Anything more (an update published, a record twice) would show here.
-            long settle = System.nanoTime() + Duration.ofSeconds(2).toNanos();
-            while (System.nanoTime() < settle) {
-                for (var r : consumer.poll(Duration.ofMillis(200))) {
-                    out.put(idOf(r.headers()) + " again", Wire.of(r.topic(), r.key(), r.value(), r.headers(), false));
-                }
-            }
-        }
-        return out;
-    }
-
-    /**
-     * Debezium Server's way, in process: its properties given to the embedded engine as Debezium Server gives them
-     * ({@code debezium.source.*} to the connector, {@code debezium.transforms*} as the transformations, {@code
-     * debezium.format.*} as the converters), offsets in memory; each event as its Kafka sink would send it.
-     */
-    private static Map<String, Wire> debeziumServerPipeline(Properties server, int count) throws Exception {
-        var p = new Properties();
-        var formats = new java.util.HashMap<String, Class<? extends SerializationFormat<?>>>(Map.of("key", Json.class, "value", Json.class,
-                "header", Json.class));
-        for (String key : server.stringPropertyNames()) {
-            String value = server.getProperty(key);
-            if (key.startsWith("debezium.source.")) {
-                p.setProperty(key.substring("debezium.source.".length()), value);
-            } else if (key.startsWith("debezium.transforms")) {
-                p.setProperty(key.substring("debezium.".length()), value);
-            } else if (key.matches("debezium\\.format\\.(key|value|header)")) {
-                formats.put(key.substring("debezium.format.".length()), value.equals("simplestring") ? SimpleString.class : Json.class);
-            } else if (key.startsWith("debezium.format.")) {
-                String rest = key.substring("debezium.format.".length());
-                p.setProperty(rest.substring(0, rest.indexOf('.')) + ".converter" + rest.substring(rest.indexOf('.')), value);
-            }
-        }
-        p.setProperty("name", "dbz-" + p.getProperty("slot.name"));
-        p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
-        p.setProperty("publication.autocreate.mode", "disabled");
-        var received = new ConcurrentHashMap<String, Wire>();
-        @SuppressWarnings({"unchecked", "rawtypes"})
-        var format = KeyValueHeaderChangeEventFormat.of((Class) formats.get("key"), (Class) formats.get("value"), (Class) formats.get("header"));
-        ExecutorService executor = Executors.newSingleThreadExecutor();
-        @SuppressWarnings({"unchecked", "rawtypes"})
-        DebeziumEngine.Builder<ChangeEvent<Object, Object>> builder = (DebeziumEngine.Builder) DebeziumEngine.create(format);
-        var failure = new java.util.concurrent.atomic.AtomicReference<String>();
-        var engine = builder.using(p)
-                .using((success, message, error) -> {
-                    if (!success) {
-                        failure.set(message + (error == null ? "" : ": " + error));
-                    }
-                })
-                .notifying((ChangeEvent<Object, Object> e) -> {
-                    try {
-                        var headers = new org.apache.kafka.common.header.internals.RecordHeaders();
-                        // Debezium's context headers (extended.headers.enabled) name the run: the router leaves them out.
-                        e.headers().stream().filter(h -> !h.getKey().startsWith("__debezium.context."))
-                                .forEach(h -> headers.add(h.getKey(), bytes(h.getValue())));
-                        byte[] key = bytes(e.key());
-                        byte[] value = bytes(e.value());
-                        received.put(idOf(headers), Wire.of(e.destination(), key, value, headers, false));
-                    } catch (RuntimeException | AssertionError x) {
-                        failure.set("reading " + e + ": " + x);
-                    }
-                }).build();
-        try {
-            executor.execute(engine);
-            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (received.size() < count && System.nanoTime() < deadline && failure.get() == null) {
-                Thread.sleep(100);
-            }
-            Thread.sleep(1000); // an update published by mistake would arrive here
-            assertThat(failure.get()).as("Debezium's engine failed").isNull();
-        } finally {
-            try {
-                engine.close();
-            } catch (IllegalStateException alreadyStopped) {
-                // it failed, and stopped
-            }
-            executor.shutdown();
-            executor.awaitTermination(30, TimeUnit.SECONDS);
-        }
-        return new LinkedHashMap<>(received);
-    }
-
-    /** What Debezium Server's Kafka sink sends for a serialised key, value or header: strings as UTF-8, bytes as they are. */
-    private static byte[] bytes(Object o) {
-        if (o == null) {
-            return null;
-        }
-        if (o instanceof byte[] b) {
-            return b;
-        }
-        if (o instanceof java.nio.ByteBuffer bb) {
-            return Arrays.copyOfRange(bb.array(), bb.arrayOffset() + bb.position(), bb.arrayOffset() + bb.limit());
-        }
-        return o.toString().getBytes(StandardCharsets.UTF_8);
-    }
 }
