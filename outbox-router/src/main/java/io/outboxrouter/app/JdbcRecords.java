@@ -32,8 +32,11 @@ final class JdbcRecords {
     private final Schema envelopeSchema;
     private final List<Column> columns;
 
-    private record Column(String name, String type, int precision, Schema schema) {
+    /** @param compactJson MySQL's JSON: JDBC reads it spaced, Debezium renders the binlog's binary JSON without spaces */
+    private record Column(String name, String type, int precision, Schema schema, boolean compactJson) {
     }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
     private JdbcRecords(String routerName, String table, List<Column> columns) {
         this.routerName = routerName;
@@ -79,7 +82,7 @@ final class JdbcRecords {
             if (defaultValue != null) {
                 schema.defaultValue(defaultValue);
             }
-            columns.add(new Column(name, type, scale, schema.build()));
+            columns.add(new Column(name, type, scale, schema.build(), kind == SourceKind.MYSQL && type.equals("json")));
         }
         return new JdbcRecords(routerName, table, columns);
     }
@@ -179,7 +182,17 @@ final class JdbcRecords {
             case BOOLEAN -> rs.getBoolean(i);
             default -> rs.getObject(i);
         };
-        return rs.wasNull() ? null : v;
+        if (rs.wasNull()) {
+            return null;
+        }
+        if (c.compactJson() && v instanceof String text) {
+            try {
+                return JSON.writeValueAsString(JSON.readTree(text));
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                return text;
+            }
+        }
+        return v;
     }
 
     private static Integer days(LocalDate d) {

@@ -22,27 +22,39 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /**
- * The binlog's record shapes: a Debezium Server configuration for MariaDB run by Debezium's own pipeline and, converted by
- * {@code config from-debezium}, by the router, on the same rows; the same bytes, streamed and replayed.
+ * The binlog's record shapes: a Debezium Server configuration for MariaDB (and MySQL, {@link MySqlEventRouterModeIT}) run by
+ * Debezium's own pipeline and, converted by {@code config from-debezium}, by the router, on the same rows; the same bytes,
+ * streamed and replayed.
  */
 class MariaDbEventRouterModeIT {
 
+    /** The server, its connector class, and a fresh database on it. */
+    BinlogOutbox.Server server() {
+        MariaDbServer server = TestServers.mariadb();
+        return new BinlogOutbox.Server("mariadb", server.jdbcUrl(""), MariaDbServer.USER, MariaDbServer.PASSWORD);
+    }
+
+    String connector() {
+        return "io.debezium.connector.mariadb.MariaDbConnector";
+    }
+
     @Test
     void theRouterPublishesTheBytesDebeziumServerWould() throws Exception {
-        MariaDbServer server = TestServers.mariadb();
+        var server = server();
         String database = OutboxContract.unique("erm");
-        var db = BinlogOutbox.mariadb(database);
+        var db = new BinlogOutbox(server, database);
+        var address = io.outboxrouter.config.JdbcUrl.parse(server.jdbcUrl(database)).orElseThrow();
         String topics = OutboxContract.unique("erm").replace('_', '-');
         String name = OutboxContract.unique("erm-router").replace('_', '-');
         var properties = new Properties();
         properties.load(new java.io.StringReader("""
                 debezium.sink.type=kafka
                 debezium.sink.kafka.producer.bootstrap.servers=%s
-                debezium.source.connector.class=io.debezium.connector.mariadb.MariaDbConnector
+                debezium.source.connector.class=%s
                 debezium.source.offset.storage.file.filename=data/offsets.dat
                 debezium.source.schema.history.internal=io.debezium.storage.file.history.FileSchemaHistory
                 debezium.source.schema.history.internal.file.filename=data/history.dat
-                debezium.source.database.hostname=127.0.0.1
+                debezium.source.database.hostname=%s
                 debezium.source.database.port=%d
                 debezium.source.database.user=%s
                 debezium.source.database.password=%s
@@ -54,7 +66,7 @@ class MariaDbEventRouterModeIT {
                 debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
                 debezium.transforms.outbox.route.topic.replacement=%s.\\${routedByValue}
                 debezium.transforms.outbox.table.fields.additional.placement=type:header:eventType,tracingspancontext:header
-                """.formatted(OutboxContract.kafka(), server.port(), MariaDbServer.USER, MariaDbServer.PASSWORD,
+                """.formatted(OutboxContract.kafka(), connector(), address.host(), address.port(), server.user(), server.password(),
                 5400 + new java.util.Random().nextInt(1000), name, database, database, topics)));
 
         var converted = FromDebeziumServer.convert(properties);
