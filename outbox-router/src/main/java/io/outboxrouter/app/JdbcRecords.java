@@ -57,7 +57,9 @@ final class JdbcRecords {
     static JdbcRecords of(String routerName, String table, ResultSetMetaData meta, java.sql.Connection c, SourceKind kind,
                           java.util.Collection<String> read) throws SQLException {
         boolean binlog = kind.isBinlog();
-        var defaults = defaults(c, table, binlog);
+        var defaults = new java.util.HashMap<String, String>();
+        var fractions = new java.util.HashMap<String, Integer>();
+        describe(c, table, binlog, defaults, fractions);
         var columns = new ArrayList<Column>();
         for (int i = 1; i <= meta.getColumnCount(); i++) {
             String name = meta.getColumnLabel(i);
@@ -66,7 +68,11 @@ final class JdbcRecords {
             }
             String type = meta.getColumnTypeName(i).toLowerCase(Locale.ROOT);
             boolean optional = meta.isNullable(i) != ResultSetMetaData.columnNoNulls;
-            int scale = meta.getScale(i);
+            // MySQL's driver gives no scale for time types: the fraction digits come from the table's description
+            // (nor a DECIMAL_DIGITS): a timestamp's display width, 19 and a point, tells them; MariaDB's gives the scale
+            int scale = binlog ? Math.max(Math.max(fractions.getOrDefault(name, 0), meta.getScale(i)),
+                    (type.equals("timestamp") || type.equals("datetime")) && meta.getPrecision(i) > 20 ? meta.getPrecision(i) - 20 : 0)
+                    : meta.getScale(i);
             // A MySQL timestamp is zoned; MariaDB's json is longtext to the binlog, so Debezium types it as text.
             var schema = binlog && type.equals("timestamp") ? schema("timestamptz", scale)
                     : kind == SourceKind.MARIADB && type.equals("json") ? SchemaBuilder.string() : schema(type, scale);
@@ -78,7 +84,8 @@ final class JdbcRecords {
             if (optional) {
                 schema.optional();
             }
-            Object defaultValue = defaultValue(schema, defaults.get(name), optional, scale);
+            // The binlog connectors give a zoned default no fraction digits, whatever the column's
+            Object defaultValue = defaultValue(schema, defaults.get(name), optional, binlog ? 0 : scale);
             if (defaultValue != null) {
                 schema.defaultValue(defaultValue);
             }
@@ -112,19 +119,22 @@ final class JdbcRecords {
         };
     }
 
-    /** Each column's default expression, as the database reports it. */
-    private static Map<String, String> defaults(java.sql.Connection c, String table, boolean binlog) throws SQLException {
+    /** Each column's default expression and fraction digits, as the database describes the table. */
+    private static void describe(java.sql.Connection c, String table, boolean binlog, Map<String, String> defaults,
+                                 Map<String, Integer> fractions) throws SQLException {
         String schema = table.substring(0, table.indexOf('.'));
         String name = table.substring(table.indexOf('.') + 1);
-        var out = new java.util.HashMap<String, String>();
         try (var rs = binlog ? c.getMetaData().getColumns(schema, null, name, null) : c.getMetaData().getColumns(null, schema, name, null)) {
             while (rs.next()) {
                 if (rs.getString("COLUMN_DEF") != null) {
-                    out.put(rs.getString("COLUMN_NAME"), rs.getString("COLUMN_DEF"));
+                    defaults.put(rs.getString("COLUMN_NAME"), rs.getString("COLUMN_DEF"));
+                }
+                int digits = rs.getInt("DECIMAL_DIGITS");
+                if (!rs.wasNull()) {
+                    fractions.put(rs.getString("COLUMN_NAME"), digits);
                 }
             }
         }
-        return out;
     }
 
     private static final java.util.regex.Pattern QUOTED = java.util.regex.Pattern.compile("'((?:[^']|'')*)'(::.*)?");

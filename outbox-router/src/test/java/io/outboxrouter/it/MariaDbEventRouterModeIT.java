@@ -44,6 +44,7 @@ class MariaDbEventRouterModeIT {
         String database = OutboxContract.unique("erm");
         var db = new BinlogOutbox(server, database);
         var address = io.outboxrouter.config.JdbcUrl.parse(server.jdbcUrl(database)).orElseThrow();
+        db.execute("ALTER TABLE outbox_binary ADD COLUMN created_at timestamp(3) NOT NULL DEFAULT current_timestamp(3)");
         String topics = OutboxContract.unique("erm").replace('_', '-');
         String name = OutboxContract.unique("erm-router").replace('_', '-');
         var properties = new Properties();
@@ -65,7 +66,7 @@ class MariaDbEventRouterModeIT {
                 debezium.transforms=outbox
                 debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
                 debezium.transforms.outbox.route.topic.replacement=%s.\\${routedByValue}
-                debezium.transforms.outbox.table.fields.additional.placement=type:header:eventType,tracingspancontext:header
+                debezium.transforms.outbox.table.fields.additional.placement=type:header:eventType,tracingspancontext:header,created_at:header:createdAt
                 """.formatted(OutboxContract.kafka(), connector(), address.host(), address.port(), server.user(), server.password(),
                 5400 + new java.util.Random().nextInt(1000), name, database, database, topics)));
 
