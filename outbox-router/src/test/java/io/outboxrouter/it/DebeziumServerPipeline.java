@@ -188,6 +188,26 @@ final class DebeziumServerPipeline implements AutoCloseable {
         executor.awaitTermination(30, TimeUnit.SECONDS);
     }
 
+    /** The router's records and Debezium's: every event once on both sides, each the same bytes. */
+    static void assertSameBytes(Map<String, Wire> router, Map<String, Wire> debezium, int written) {
+        assertThat(debezium).as("Debezium's pipeline published every event once").hasSize(written);
+        assertThat(debezium.keySet()).as("Debezium's pipeline published the same events").isEqualTo(router.keySet());
+        for (var id : debezium.keySet()) {
+            assertThat(router.get(id)).as("event %s", id).isEqualTo(debezium.get(id));
+        }
+    }
+
+    /** What a replay of every row still in the outbox tables would publish (a dry run), by event id, its markers left out. */
+    static Map<String, Wire> replayed(io.outboxrouter.config.RouterConfig config) throws Exception {
+        var replayed = new LinkedHashMap<String, Wire>();
+        new io.outboxrouter.app.Replay(config).run(java.util.Optional.empty(),
+                r -> replayed.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
+                reason -> {
+                    throw new AssertionError(reason);
+                }, new io.outboxrouter.app.Replay.Filter(null, null, null, null, null, "created_at", List.of()));
+        return replayed;
+    }
+
     /** What Debezium Server's Kafka sink sends for a serialised key, value or header: strings as UTF-8, bytes as they are. */
     private static byte[] bytes(Object o) {
         if (o == null) {

@@ -2,13 +2,6 @@ package io.outboxrouter.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.debezium.engine.ChangeEvent;
-import io.debezium.engine.DebeziumEngine;
-import io.debezium.engine.format.Json;
-import io.debezium.engine.format.KeyValueHeaderChangeEventFormat;
-import io.debezium.engine.format.SerializationFormat;
-import io.debezium.engine.format.SimpleString;
-import io.outboxrouter.app.Replay;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.migrate.FromDebeziumServer;
@@ -17,22 +10,10 @@ import io.outboxrouter.testing.TestServers;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Base64;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Properties;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -126,20 +107,9 @@ class PostgresEventRouterModeIT {
         try (var pipeline = DebeziumServerPipeline.start(properties, Map.of("publication.autocreate.mode", "disabled"))) {
             debezium = pipeline.await(written.size());
         }
-        assertThat(debezium).as("Debezium's pipeline published every event once").hasSize(written.size());
-        assertThat(debezium.keySet()).as("Debezium's pipeline published the same events").isEqualTo(routerRecords.keySet());
-        for (var id : debezium.keySet()) {
-            assertThat(routerRecords.get(id)).as("event %s", id).isEqualTo(debezium.get(id));
-        }
-
+        DebeziumServerPipeline.assertSameBytes(routerRecords, debezium, written.size());
         // A replay of the same rows: the records it would publish carry the same bytes (and its two markers).
-        var replayed = new LinkedHashMap<String, DebeziumServerPipeline.Wire>();
-        new Replay(config).run(Optional.empty(), r -> replayed.put(DebeziumServerPipeline.idOf(r.headers()),
-                        DebeziumServerPipeline.Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
-                reason -> {
-                    throw new AssertionError(reason);
-                }, new Replay.Filter(null, null, null, null, null, "created_at", List.of()));
-        assertThat(replayed).isEqualTo(debezium);
+        assertThat(DebeziumServerPipeline.replayed(config)).isEqualTo(debezium);
         db.execute("SELECT pg_drop_replication_slot('" + slot + "')");
     }
 
