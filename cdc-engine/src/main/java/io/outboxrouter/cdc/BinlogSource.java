@@ -32,7 +32,13 @@ final class BinlogSource implements Source {
     /** How often the stored position follows the binlog when no outbox event moves it; debezium.heartbeat.interval.ms overrides. */
     static final Duration BINLOG_HEARTBEAT = Duration.ofSeconds(30);
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(BinlogSource.class);
     private final RouterConfig config;
+    /**
+     * A stored position without a schema history (set by {@code offsets set} for a router that never ran, as when it takes
+     * over from another relay): the history is read from the tables' current shapes, then the binlog from that position.
+     */
+    private volatile boolean recoverHistory;
 
     BinlogSource(RouterConfig config) {
         this.config = config;
@@ -69,7 +75,7 @@ final class BinlogSource implements Source {
         // server (a deadlock until timeout). Without it, only DDL on the outbox tables during the first start's
         // schema read could be missed; override with debezium.snapshot.locking.mode when that is a concern.
         p.setProperty("snapshot.locking.mode", "none");
-        p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
+        p.setProperty("snapshot.mode", recoverHistory ? "recovery" : source.snapshot() == SnapshotMode.INITIAL ? "initial" : "no_data");
         p.setProperty("connect.keep.alive", "true");
         // A quiet outbox on a busy server: without a heartbeat the stored position moves only with outbox events, and a
         // restart after binlog retention has passed since the last one fails. Heartbeats carry the reader's position.
@@ -115,6 +121,12 @@ final class BinlogSource implements Source {
         checkRetained(file, pos);
         String key = offsetKey();
         String previous = stored.get(key);
+        if (config.source().kind() == SourceKind.MARIADB && m.group(3) == null && (previous == null || !previous.contains("\"gtids\""))) {
+            // Debezium's MariaDB connector resumes by GTID: a position without one fails at start.
+            throw new IllegalArgumentException("MariaDB resumes by GTID: give the GTID of the transaction to start at too, --position "
+                    + "binlog:" + file + ":" + pos + ",gtid:D-S-N (a record's source.position header has it; from Debezium Server's "
+                    + "stored offset, take its gtids and add 1 to the sequence number)");
+        }
         try {
             var value = JSON.createObjectNode();
             if (previous != null && JSON.readTree(previous) instanceof ObjectNode old && old.has("server_id")) {
@@ -178,6 +190,13 @@ final class BinlogSource implements Source {
                 return Optional.of(new Drift("binlog file " + file + " of router " + config.name() + "'s stored position is no longer on the "
                         + "server (it keeps " + String.join(", ", retained.keySet()) + "): binlog retention passed while the router was "
                         + "stopped or behind", fromNow + "since " + file + replay));
+            }
+            var history = OffsetTableSettings.schemaHistory(config);
+            recoverHistory = SchemaHistoryTable.count(history) == 0;
+            if (recoverHistory) {
+                LOG.warn("Router {} has a stored binlog position ({}) but no schema history in {}: the outbox tables' shapes are read "
+                        + "as they are now, then the binlog from that position. A change of their columns between that position and "
+                        + "now would be read with today's columns", config.name(), file, history.table());
             }
             return Optional.empty();
         }

@@ -196,7 +196,10 @@ public final class FromDebeziumServer {
                     + "then publishes every row still in the outbox tables again. To go on from where Debezium Server stopped, see "
                     + "docs/migrating-from-debezium.md", false));
         }
-        if (!postgres.isEmpty()) {
+        if (!binlog) {
+            // Debezium's own names when the file gives none: the slot to hand over is the one Debezium Server used.
+            postgres.putIfAbsent("slot", "debezium");
+            postgres.putIfAbsent("publication", "dbz_publication");
             source.put("postgres", postgres);
         }
         tree.put("source", source);
@@ -243,6 +246,13 @@ public final class FromDebeziumServer {
                     debezium.put(property, value);
                 } else {
                     dropped.add(new Dropped(key, "the router runs its own heartbeat on Postgres (source.postgres.heartbeat-*)", false));
+                }
+            }
+            case "slot.drop.on.stop" -> {
+                if (value.equalsIgnoreCase("true")) {
+                    dropped.add(new Dropped(key, "the router keeps its slot: it holds the position to hand over, and dropping it on "
+                            + "a stop loses every change after it. Stopping Debezium Server with this set drops the slot first: set it "
+                            + "to false there before the switch", true));
                 }
             }
             case "message.prefix.include.list", "message.prefix.exclude.list", "table.exclude.list" -> dropped.add(new Dropped(key,

@@ -98,6 +98,7 @@ class MainTest {
                 debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
                 debezium.transforms.outbox.route.topic.replacment=typo
                 debezium.format.value=avro
+                debezium.source.slot.drop.on.stop=true
                 """);
         var r = run("config", "from-debezium", file.toString());
         assertThat(r.exit()).isEqualTo(2);
@@ -106,7 +107,10 @@ class MainTest {
                 .contains("debezium.source.snapshot.mode: the router takes initial or none (no_data); \"when_needed\" has no equivalent")
                 .contains("debezium.transforms: the router runs the outbox EventRouter alone")
                 .contains("debezium.transforms.outbox.route.topic.replacment: not an option of Debezium's outbox EventRouter")
-                .contains("debezium.format.value: the router writes json, schemaless json, simplestring or binary; \"avro\" has no equivalent");
+                .contains("debezium.format.value: the router writes json, schemaless json, simplestring or binary; \"avro\" has no equivalent")
+                .contains("debezium.source.slot.drop.on.stop: the router keeps its slot");
+        // Without slot.name, Debezium's default slot is the one to hand over.
+        assertThat(r.out()).contains("slot: \"debezium\"").contains("publication: \"dbz_publication\"");
     }
 
     @Test

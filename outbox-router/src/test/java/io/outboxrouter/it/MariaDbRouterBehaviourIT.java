@@ -71,6 +71,45 @@ class MariaDbRouterBehaviourIT {
         }
     }
 
+    /** Taking over from another relay (docs/migrating-from-debezium.md): a router that never ran starts where it was told. */
+    @Test
+    void aRouterThatNeverRanStartsFromAPositionSetForIt(@TempDir Path dir) throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("handover"));
+        String topics = OutboxContract.unique("handover");
+        String name = OutboxContract.unique("handover-router").replace('_', '-');
+        var file = Files.writeString(dir.resolve("router.yml"), "name: " + name + "\n" + db.sourceYaml()
+                + "routing: { topic: \"" + topics + ".${aggregatetype}\" }\n"
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n");
+        String position;
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery("SHOW MASTER STATUS")) {
+            assertThat(rs.next()).isTrue();
+            position = "binlog:" + rs.getString(1) + ":" + rs.getLong(2);
+        }
+        assertThat(cli("offsets", "set", "--config", file.toString(), "--position", position)).as("MariaDB needs the GTID too").isEqualTo(2);
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery("SELECT @@gtid_binlog_pos")) {
+            assertThat(rs.next()).isTrue();
+            String[] last = rs.getString(1).split(",")[0].split("-"); // the last transaction's GTID: the next one follows it
+            position += ",gtid:" + last[0] + "-" + last[1] + "-" + (Long.parseLong(last[2]) + 1);
+        }
+        var before = new ArrayList<TestEvent>();
+        try (var c = db.connect()) {
+            for (int i = 1; i <= 3; i++) {
+                var e = TestEvent.of("Order", "o-1", i);
+                db.insert(c, e);
+                c.commit();
+                before.add(e);
+            }
+        }
+        assertThat(cli("offsets", "set", "--config", file.toString(), "--position", position)).isZero();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var router = Router.start(RouterConfigLoader.load(file, Map.of()))) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            kafka.awaitIds(before.stream().map(TestEvent::id).collect(Collectors.toSet()), Duration.ofSeconds(60));
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id)
+                    .containsExactlyElementsOf(before.stream().map(TestEvent::id).toList());
+        }
+    }
+
     @Test
     void aFirstStartThatSeesNoOutboxEventStillStoresAPositionSoRowsWrittenWhileStoppedArePublished() throws Exception {
         var db = BinlogOutbox.mariadb(OutboxContract.unique("quiet"));
