@@ -35,7 +35,7 @@ final class BinlogSource implements Source {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(BinlogSource.class);
     private final RouterConfig config;
     /**
-     * A stored position without a schema history (set by {@code offsets set} for a router that never ran, as when it takes
+     * A stored position without a schema history, set by {@code offsets set} for a router that never ran (as when it takes
      * over from another relay): the history is read from the tables' current shapes, then the binlog from that position.
      */
     private volatile boolean recoverHistory;
@@ -191,8 +191,10 @@ final class BinlogSource implements Source {
                         + "server (it keeps " + String.join(", ", retained.keySet()) + "): binlog retention passed while the router was "
                         + "stopped or behind", fromNow + "since " + file + replay));
             }
+            // Only for a router that never stored a position itself: one whose history went missing later keeps
+            // Debezium's refusal, since the binlog since then may not read right with today's shapes.
             var history = OffsetTableSettings.schemaHistory(config);
-            recoverHistory = SchemaHistoryTable.count(history) == 0;
+            recoverHistory = !stored.storedBefore() && SchemaHistoryTable.count(history) == 0;
             if (recoverHistory) {
                 LOG.warn("Router {} has a stored binlog position ({}) but no schema history in {}: the outbox tables' shapes are read "
                         + "as they are now, then the binlog from that position. A change of their columns between that position and "
