@@ -37,11 +37,9 @@ public final class RouterConfigLoader {
     /**
      * On Postgres, at least once: at most five offset writes a second. Each is a transaction on the offsets database (by
      * default the source, whose log reader then decodes it too), and storing after every batch (up to 100 a second at
-     * the 10 ms poll interval) cost latency under a steady load. Two A/B pairs of latency runs (200 ms vs 0, each pair
-     * in the other order, compared at the same place in the run): p99 at 1,000 events/s 24.2 vs 27.4 and 17.0 vs 20.2
-     * ms, at 5,000 events/s 227 vs 312 and 72 vs 232 ms. A crash sends up to the interval's events again (the crash
-     * tests: 0.8-4.6% duplicates against 0.2%). What is deferred is stored by the next batch, and there the connector's
-     * heartbeat (every 250 ms while nothing arrives) makes one. Debezium 3.5's engine asks its commit policy only after a
+     * the 10 ms poll interval) costs latency under a steady load; a crash sends up to the interval's events again. What
+     * is deferred is stored by the next batch, and there the connector's heartbeat (every 250 ms while nothing arrives)
+     * makes one. Debezium 3.5's engine asks its commit policy only after a
      * batch, so where no such heartbeat runs (the binlog's comes with binlog events; exactly-once runs without one) the
      * default stays after every batch: {@link #DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT}.
      */
