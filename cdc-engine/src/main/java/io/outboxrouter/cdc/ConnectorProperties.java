@@ -110,12 +110,7 @@ final class ConnectorProperties {
     /** The columns decoded: those every outbox table must have, and those read where a table has them. */
     static List<String> readColumns(RouterConfig config) {
         var eventRouter = config.routing().eventRouter();
-        if (eventRouter == null || eventRouter.options().optionalColumns().isEmpty()) {
-            return outboxColumns(config);
-        }
-        var all = new LinkedHashSet<>(outboxColumns(config));
-        all.addAll(eventRouter.options().optionalColumns());
-        return List.copyOf(all);
+        return eventRouter == null ? outboxColumns(config) : eventRouter.options().readColumns();
     }
 
     /** table.include.list takes regular expressions: quote the dot. */

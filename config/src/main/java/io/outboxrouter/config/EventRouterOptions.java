@@ -220,6 +220,13 @@ public final class EventRouterOptions {
         return List.copyOf(out);
     }
 
+    /** Every column read: the required ones, then those read where a row has them. */
+    public List<String> readColumns() {
+        var out = new LinkedHashSet<>(requiredColumns());
+        out.addAll(optionalColumns());
+        return List.copyOf(out);
+    }
+
     /** Columns read when a row has them: the placed ones when {@link #ERROR_ON_MISSING} is false. */
     public List<String> optionalColumns() {
         if (flag(ERROR_ON_MISSING)) {

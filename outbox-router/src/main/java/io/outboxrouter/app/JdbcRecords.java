@@ -33,7 +33,7 @@ final class JdbcRecords {
     private final List<Column> columns;
 
     /** @param compactJson MySQL's JSON: JDBC reads it spaced, Debezium renders the binlog's binary JSON without spaces */
-    private record Column(String name, String type, int precision, Schema schema, boolean compactJson) {
+    private record Column(String name, int precision, Schema schema, boolean compactJson) {
     }
 
     private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -89,7 +89,7 @@ final class JdbcRecords {
             if (defaultValue != null) {
                 schema.defaultValue(defaultValue);
             }
-            columns.add(new Column(name, type, scale, schema.build(), kind == SourceKind.MYSQL && type.equals("json")));
+            columns.add(new Column(name, scale, schema.build(), kind == SourceKind.MYSQL && type.equals("json")));
         }
         return new JdbcRecords(routerName, table, columns);
     }

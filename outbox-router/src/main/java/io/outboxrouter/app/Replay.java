@@ -143,7 +143,7 @@ public final class Replay {
                         // Debezium's EventRouter reads the connector's record: one is made of each row, typed as the connector types it.
                         var records = config.routing().eventRouter() == null ? null
                                 : JdbcRecords.of(config.name(), table, rs.getMetaData(), c, config.source().kind(),
-                                        readColumns(config.routing().eventRouter().options()));
+                                        config.routing().eventRouter().options().readColumns());
                         while (rs.next()) {
                             var row = row(rs);
                             var result = routing.route(new ChangeEvent(table, ChangeEvent.Operation.INSERT, row, "replay", null,
@@ -247,12 +247,6 @@ public final class Replay {
         if (f.fromXid() != null) {
             ps.setString(i, Long.toString(f.fromXid() & 0xFFFFFFFFL));
         }
-    }
-
-    private static java.util.Set<String> readColumns(io.outboxrouter.config.EventRouterOptions options) {
-        var read = new java.util.HashSet<>(options.requiredColumns());
-        read.addAll(options.optionalColumns());
-        return read;
     }
 
     private static Map<String, Object> row(ResultSet rs) throws SQLException {
