@@ -50,7 +50,7 @@ public final class Benchmark {
     static Path routerJar() {
         var jar = Path.of(System.getProperty("router.jar", "outbox-router/target/outbox-router.jar"));
         if (!Files.exists(jar)) {
-            throw new IllegalStateException(jar + " is missing: build it first (the README's benchmark command does)");
+            throw new IllegalStateException(jar + " is missing: build it first (the command in docs/performance.md does)");
         }
         return jar;
     }
@@ -318,13 +318,11 @@ public final class Benchmark {
 
     private void measureLatency(BenchDb db, Contender c) throws Exception {
         // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
-        // (It was 3 s at 200/s. In three A/B pairs of the router, the order swapped, the second of each pair measured a
-        // p99 4-10 ms lower at 1,000/s whatever its setting, before this warm-up and after it: not understood yet.)
         Load.fixedRate(db, 1000, Duration.ofSeconds(2));
         Load.fixedRate(db, 5000, Duration.ofSeconds(3));
         c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
-        // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's
-        // (a change to the reader's idle pause showed no cost at 1,000 and 5,000/s, and would have cost here).
+        // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
+        // which higher rates do not show.
         for (int rate : new int[] {100, 1000, 5000}) {
             var stats = c.stats();
             double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();

@@ -3,8 +3,8 @@ package io.outboxrouter.config;
 import java.util.List;
 
 /**
- * The configuration reference: one line per key, rendered into the README. A test checks that these keys are exactly
- * the keys the loader reads, and that the README holds this table, so the two cannot drift apart.
+ * The configuration reference: one line per key, rendered into docs/configuration.md. A test checks that these keys are
+ * exactly the keys the loader reads, and that the page holds this table, so the two cannot drift apart.
  */
 public final class ConfigReference {
 
@@ -45,7 +45,7 @@ public final class ConfigReference {
             new Entry("outbox.retention-batch-size", "`1000`", "rows deleted per statement; each batch is followed by a pause as long as it took"),
             new Entry("outbox.headers.*", "none", "`column: header-name` pairs: more columns sent as Kafka headers"),
             new Entry("routing.topic", "`outbox.event.${aggregatetype}`", "topic template: `${id}`, `${aggregatetype}`, `${aggregateid}`, `${type}`, or any column named under `outbox.columns` or `outbox.headers`"),
-            new Entry("routing.event-router.*", "none", "Debezium's outbox EventRouter options under Debezium's names (`route.topic.replacement`, `table.field.event.key`, `table.fields.additional.placement`, ...): records made and serialised as Debezium Server makes them, in place of `outbox.columns`, `outbox.headers` and `routing.topic` ([docs/migrating-from-debezium.md](docs/migrating-from-debezium.md))"),
+            new Entry("routing.event-router.*", "none", "Debezium's outbox EventRouter options under Debezium's names (`route.topic.replacement`, `table.field.event.key`, `table.fields.additional.placement`, ...): records made and serialised as Debezium Server makes them, in place of `outbox.columns`, `outbox.headers` and `routing.topic` ([migrating-from-debezium.md](migrating-from-debezium.md))"),
             new Entry("routing.format.key", "`json`", "with `routing.event-router`: how keys become bytes, as Debezium Server's `debezium.format.key`: `json` (with schemas), `schemaless-json`, `string` or `bytes`"),
             new Entry("routing.format.value", "`json`", "with `routing.event-router`: the same for values"),
             new Entry("routing.format.header", "`json`", "with `routing.event-router`: the same for headers"),
@@ -64,14 +64,14 @@ public final class ConfigReference {
             new Entry("offsets.user", "the source's", "its user"),
             new Entry("offsets.password", "the source's", "its password"),
             new Entry("offsets.password-file", "", "or a file holding it"),
-            new Entry("http.enabled", "`true`", "serve `/health/live` and `/health/ready`"),
-            new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them"),
+            new Entry("http.enabled", "`true`", "serve the health endpoints, `/status`, the status page and `/metrics`"),
+            new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them (loopback by default)"),
             new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here; `provide.transaction.metadata`, `topic.prefix`, `offset.storage*`, `snapshot.mode`, `name` and `connector.class` are refused (the router sets them, or `source.snapshot` does), and on Postgres `heartbeat.interval.ms` and `heartbeat.action.query` (its heartbeat tells where a transaction ended)"));
 
     private ConfigReference() {
     }
 
-    /** The README's table: key, environment variable, default, meaning. */
+    /** The table of docs/configuration.md: key, environment variable, default, meaning. */
     public static String markdown() {
         var sb = new StringBuilder("| key | environment | default | meaning |\n|---|---|---|---|\n");
         for (Entry e : ENTRIES) {

@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 class ConfigReferenceTest {
     static final String START = "<!-- config-reference:start (generated from ConfigReference.java; see ConfigReferenceTest) -->\n";
     static final String END = "<!-- config-reference:end -->";
-    private static final Path README = Path.of("..", "README.md");
+    private static final Path PAGE = Path.of("..", "docs", "configuration.md");
 
     @Test
     void theReferenceListsExactlyTheKeysTheLoaderReads() {
@@ -18,21 +18,21 @@ class ConfigReferenceTest {
         assertThat(documented).containsExactlyInAnyOrderElementsOf(RouterConfigLoader.modelKeys());
     }
 
-    /** Run with -Dconfig.reference.update=true to rewrite the README's table after changing the model. */
+    /** Run with -Dconfig.reference.update=true to rewrite the table in docs/configuration.md after changing the model. */
     @Test
-    void theReadmeHoldsTheGeneratedReference() throws Exception {
-        String readme = Files.readString(README);
-        int start = readme.indexOf(START);
-        int end = readme.indexOf(END);
-        assertThat(start).as("README has the config-reference markers").isNotNegative();
+    void theConfigurationPageHoldsTheGeneratedReference() throws Exception {
+        String page = Files.readString(PAGE);
+        int start = page.indexOf(START);
+        int end = page.indexOf(END);
+        assertThat(start).as("docs/configuration.md has the config-reference markers").isNotNegative();
         assertThat(end).isGreaterThan(start);
         String expected = ConfigReference.markdown();
-        String actual = readme.substring(start + START.length(), end);
+        String actual = page.substring(start + START.length(), end);
         if (!actual.equals(expected) && Boolean.getBoolean("config.reference.update")) {
-            Files.writeString(README, readme.substring(0, start + START.length()) + expected + readme.substring(end));
+            Files.writeString(PAGE, page.substring(0, start + START.length()) + expected + page.substring(end));
             return;
         }
-        assertThat(actual).as("README configuration reference; regenerate with "
+        assertThat(actual).as("docs/configuration.md reference; regenerate with "
                 + "./mvnw -q -pl config test -Dtest=ConfigReferenceTest -Dconfig.reference.update=true").isEqualTo(expected);
     }
 }

@@ -12,8 +12,8 @@ import java.util.List;
 public final class JvmSettings {
     /**
      * The client compiler only, the serial collector, a 128 MB heap of which 80 MB for new objects, exit on running out
-     * (README, Operating notes, which gives the measurements). The README's run command and the Dockerfile spell them
-     * out (JvmSettingsTest checks they agree); the tests, the quickstart and the benchmark take them from here.
+     * (docs/operations.md says why). The README's run command and the Dockerfile spell them out (JvmSettingsTest
+     * checks they agree); the tests, the quickstart and the benchmark take them from here.
      */
     public static final List<String> RECOMMENDED_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
             "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");

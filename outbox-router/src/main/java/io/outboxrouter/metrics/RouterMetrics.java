@@ -80,7 +80,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
             logEvents = LogEventCounter.bindTo(prometheus);
             return;
         }
-        batchSize = DistributionSummary.builder("outbox.router.batch.size").description("outbox events per engine batch")
+        batchSize = DistributionSummary.builder("outbox.router.batch.size").description("records (events and dead letters) per engine batch; per Kafka transaction under exactly-once")
                 .publishPercentileHistogram().register(registry);
         publishTime = Timer.builder("outbox.router.publish").description("time from sending a batch to Kafka to its last ack")
                 .publishPercentileHistogram().register(registry);
