@@ -195,14 +195,16 @@ final class JdbcRecords {
         if (rs.wasNull()) {
             return null;
         }
-        if (c.compactJson() && v instanceof String text) {
-            try {
-                return JSON.writeValueAsString(JSON.readTree(text));
-            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-                return text;
-            }
+        return c.compactJson() && v instanceof String text ? compactJson(text) : v;
+    }
+
+    /** MySQL's JSON text as the binlog gives it to the connector: no spaces, MySQL's key order kept. */
+    static String compactJson(String text) {
+        try {
+            return JSON.writeValueAsString(JSON.readTree(text));
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            return text;
         }
-        return v;
     }
 
     private static Integer days(LocalDate d) {

@@ -145,7 +145,7 @@ public final class Replay {
                                 : JdbcRecords.of(config.name(), table, rs.getMetaData(), c, config.source().kind(),
                                         config.routing().eventRouter().options().readColumns());
                         while (rs.next()) {
-                            var row = row(rs);
+                            var row = row(rs, config.source().kind() == io.outboxrouter.config.SourceKind.MYSQL);
                             var result = routing.route(new ChangeEvent(table, ChangeEvent.Operation.INSERT, row, "replay", null,
                                     records == null ? null : records.record(rs)));
                             if (result instanceof RoutingResult.Publish p) {
@@ -249,13 +249,18 @@ public final class Replay {
         }
     }
 
-    private static Map<String, Object> row(ResultSet rs) throws SQLException {
+    /** @param mysql MySQL's JSON columns are read back as the stream has them: compact, as the binlog renders them */
+    private static Map<String, Object> row(ResultSet rs, boolean mysql) throws SQLException {
         var meta = rs.getMetaData();
         var row = new LinkedHashMap<String, Object>();
         for (int i = 1; i <= meta.getColumnCount(); i++) {
             int type = meta.getColumnType(i);
             boolean binary = type == Types.BINARY || type == Types.VARBINARY || type == Types.LONGVARBINARY || type == Types.BLOB;
-            row.put(meta.getColumnLabel(i), binary ? rs.getBytes(i) : rs.getString(i));
+            Object value = binary ? rs.getBytes(i) : rs.getString(i);
+            if (mysql && value instanceof String text && "JSON".equalsIgnoreCase(meta.getColumnTypeName(i))) {
+                value = JdbcRecords.compactJson(text);
+            }
+            row.put(meta.getColumnLabel(i), value);
         }
         return row;
     }
