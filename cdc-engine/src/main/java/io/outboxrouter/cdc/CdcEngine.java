@@ -163,6 +163,8 @@ public final class CdcEngine implements AutoCloseable {
         completion.whenComplete((v, e) -> drain.cancel());
         try {
             drain.start();
+        } catch (SourceSetupException e) {
+            drain.done().completeExceptionally(e);
         } catch (SQLException e) {
             drain.done().completeExceptionally(new IllegalStateException("cannot mark the end of what to drain: " + e.getMessage(), e));
         }
