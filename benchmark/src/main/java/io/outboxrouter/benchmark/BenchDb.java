@@ -30,8 +30,8 @@ final class BenchDb {
      * function {@code schema} prints (prefix {@code outbox}), through a procedure with the INSERT's parameters (a CALL
      * returns no rows, so the writers batch it as they batch INSERTs). The router's publication is created here, before
      * any slot and backlog, as the router does at its first start: a slot decodes with the catalog as it was when each
-     * change was written, and pgoutput fails on WAL written before its publication existed (each such failure cost a
-     * restart of the connector, 10 s, which made the single-message drain look ten times slower than it is).
+     * change was written, and pgoutput fails on WAL written before its publication existed (each such failure costs a
+     * restart of the connector, which would make the drain look slower than it is).
      */
     BenchDb withMessages() throws SQLException {
         execute("CREATE PUBLICATION bench_messages", io.outboxrouter.schema.SchemaDdl.emitFunction("public", "outbox"),
@@ -166,10 +166,9 @@ final class BenchDb {
 
     /**
      * Before each latency contender: an empty, vacuumed outbox and a checkpoint, so that every contender meets the same
-     * database. Without it the first contender after the drains wrote into a table of 300,000+ rows that autovacuum
-     * came to in its 5,000/s window, on a machine whose two cores the load then saturated (one run: p99 5.4 s for the
-     * router measured first, 49.7 ms for the same router on a fresh table); and a table that grows from empty through
-     * one contender's rates gets autovacuumed far more often then than through the next one's (every 20% of growth).
+     * database. Without it the first contender after the drains writes into a large table that autovacuum comes to
+     * during its fastest rate, on a machine whose cores the load already saturates; and a table that grows from empty
+     * through one contender's rates gets autovacuumed more often then than through the next one's.
      */
     void reset() throws SQLException {
         if (!postgres) {

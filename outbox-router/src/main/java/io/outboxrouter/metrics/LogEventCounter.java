@@ -12,8 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Counts log events by level as {@code logback_events_total{level}}, the meter Micrometer's {@code LogbackMetrics} binder
  * registers, but from an appender on the root logger. That binder installs a turbo filter, which Logback consults on
- * every logging call before the level check, disabled ones included: Debezium's per-message {@code trace} calls then
- * cost about 3% of the connector thread under load. An appender only sees events that are logged.
+ * every logging call before the level check, disabled ones included, so Debezium's per-message {@code trace} calls
+ * would cost the connector thread work under load. An appender only sees events that are logged.
  */
 final class LogEventCounter extends AppenderBase<ILoggingEvent> {
     private final Counter error;
