@@ -337,7 +337,7 @@ public final class Benchmark {
 
     /** What a streaming router costs while nothing is written: its polling of the replication stream. */
     private void idleCpu(Contender c) throws InterruptedException {
-        // Past the start's JIT work: 5 s after start, C1/C2 compilation was still about two thirds of the figure.
+        // Past the start's JIT work, which would otherwise dominate the figure.
         Thread.sleep(30_000);
         double cpu0 = c.stats().cpuSeconds();
         var threads0 = c.stats().threadCpuSeconds();

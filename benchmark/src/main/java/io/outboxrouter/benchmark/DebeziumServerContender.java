@@ -44,7 +44,7 @@ final class DebeziumServerContender implements Contender {
         this.port = port;
     }
 
-    /** Downloads and unpacks the distribution once (about 700 MB) into {@code cache}; returns its home. */
+    /** Downloads and unpacks the distribution once (a large download, hence the cache) into {@code cache}; returns its home. */
     static Path install(Path cache) throws IOException, InterruptedException {
         Path home = cache.resolve("debezium-server-" + VERSION).resolve("debezium-server");
         if (Files.exists(home.resolve("run.sh"))) {

@@ -16,8 +16,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <ul>
  *   <li>{@link Mode#BINLOG} and {@link Mode#POSTGRES_MARKERS}: from Debezium's transaction metadata
  *   ({@code provide.transaction.metadata=true}), whose BEGIN/END markers arrive in order with the data.</li>
- *   <li>{@link Mode#POSTGRES}: without it (it costs the connector two more records per transaction, a quarter of its
- *   rate on single-row transactions). pgoutput (protocol 1, no streaming of transactions in progress) hands each
+ *   <li>{@link Mode#POSTGRES}: without it (it costs the connector two more records per transaction, which weighs most
+ *   on single-row transactions). pgoutput (protocol 1, no streaming of transactions in progress) hands each
  *   transaction over whole, after its COMMIT and in commit order, so a transaction has ended once any record (the next
  *   transaction's change, a non-transactional message, a heartbeat) was emitted after a COMMIT that came after its
  *   changes: every record's offset carries the end LSN of the last COMMIT read ({@code lsn_commit}), which grows in

@@ -39,7 +39,7 @@ public final class KafkaBroker implements AutoCloseable {
 
     /**
      * One idempotent send before any test: on a fresh test-kit broker, the first producers of a test (a router stopped
-     * and started again at once) were seen sharing producer id 0, after which every send failed with
+     * and started again at once) can share producer id 0, after which every send fails with
      * OutOfOrderSequenceException; taking the first id here avoids it.
      */
     private static void warmUp(String bootstrap) throws Exception {

@@ -19,7 +19,7 @@ import org.apache.kafka.common.Uuid;
 /**
  * A single-node KRaft broker in a JVM of its own, on fixed loopback ports and a data directory that outlives it: a
  * test can crash it (SIGKILL) and start it again where producers expect it. Slower to start than {@link KafkaBroker}
- * (about 3 s), so only for the tests that take Kafka down.
+ * (its own JVM), so only for the tests that take Kafka down.
  */
 public final class KafkaProcess implements AutoCloseable {
     private final Path dir;
