@@ -18,6 +18,16 @@ public record Check(String name, boolean ok, String detail, String fix) {
         return new Check(name, false, detail, fix);
     }
 
+    /** Holds for running the router, with something worth changing: {@code check} prints it as WARN with the fix. */
+    public static Check warn(String name, String detail, String fix) {
+        return new Check(name, true, detail, fix);
+    }
+
+    /** Passed, with a fix worth applying. */
+    public boolean warning() {
+        return ok && !fix.isEmpty();
+    }
+
     /** A failed connection to the source, with the fix its SQLState points to. */
     static Check connectionFailed(String url, java.sql.SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();

@@ -128,6 +128,7 @@ final class PostgresPreflight {
                     : Check.fail("replication privilege", conn.user() + " lacks the REPLICATION attribute",
                     "ALTER ROLE " + conn.user() + " WITH REPLICATION"));
             checks.add(slotCheck(c, source.postgres().slot()));
+            checks.add(SlotFailover.check(c, source.postgres().slot()));
             for (String t : source.tables()) {
                 var table = tableCheck(c, t);
                 checks.add(table);
@@ -699,9 +700,11 @@ final class PostgresPreflight {
         return Long.compareUnsigned(PostgresSource.parseLsn(a), PostgresSource.parseLsn(b));
     }
 
-    /** Creates a slot; returns where it starts (its confirmed position). */
+    /** Creates a slot, a failover slot from Postgres 17 on; returns where it starts (its confirmed position). */
     static String createSlot(Connection c, String slot) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+        try (var ps = c.prepareStatement(SlotFailover.supported(c)
+                ? "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput', false, false, true)"
+                : "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {
                 rs.next();

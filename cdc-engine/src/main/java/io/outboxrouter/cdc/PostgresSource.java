@@ -38,6 +38,8 @@ final class PostgresSource implements Source {
     private volatile boolean firstStart;
     /** Found by {@link #drift}: a position is stored and the first start's mark is still there, to be removed. */
     private volatile boolean firstStartDone;
+    /** Found by {@link #prepare()}: Postgres 17 or later, whose slots the connector creates as failover slots. */
+    private volatile boolean failoverSlots;
 
     /**
      * How often, while nothing is read, the connector emits a heartbeat record when it runs without transaction metadata:
@@ -64,6 +66,12 @@ final class PostgresSource implements Source {
         Retention.refuseUnless(Retention.checks(config, this));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId());
+        try (var c = config.source().connection().open()) {
+            failoverSlots = SlotFailover.supported(c);
+        } catch (java.sql.SQLException e) {
+            throw new SourceSetupException("cannot read the source's version: " + e.getMessage(), e);
+        }
+        SlotFailover.ensure(config.source().connection(), java.util.List.of(config.source().postgres().slot()));
     }
 
     @Override
@@ -101,6 +109,9 @@ final class PostgresSource implements Source {
         p.setProperty("database.dbname", source.address().database());
         p.setProperty("plugin.name", "pgoutput");
         p.setProperty("slot.name", pg.slot());
+        if (failoverSlots) {
+            p.setProperty("slot.failover", "true"); // a standby with sync_replication_slots keeps it through a promotion
+        }
         p.setProperty("publication.name", pg.publication());
         p.setProperty("publication.autocreate.mode", "disabled"); // prepare() creates it, with only our tables
         p.setProperty("snapshot.mode", source.snapshot() == SnapshotMode.INITIAL && !resumeFromSlot ? "initial" : "no_data");

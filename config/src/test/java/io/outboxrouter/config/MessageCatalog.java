@@ -60,7 +60,8 @@ final class MessageCatalog {
             if (t.is("fail") && next(tokens, i, "(") && !afterDot(tokens, i, "Check", className)) {
                 continue;
             }
-            if (t.is("fail") && next(tokens, i, "(")) {
+            boolean checkWarning = t.is("warn") && i >= 2 && tokens.get(i - 1).is(".") && tokens.get(i - 2).is("Check");
+            if ((t.is("fail") || checkWarning) && next(tokens, i, "(")) {
                 var args = args(tokens, i + 1);
                 if (args.size() == 3) {
                     out.add(new Message(Kind.CHECK, module, className, render(args.get(0)), render(args.get(1)), render(args.get(2))));

@@ -85,7 +85,8 @@ class TroubleshootingPageTest {
                 Kind.CONFIG, "### Configuration problems (exit 2)\n\nPrinted by `run`, `check` and `config` for an invalid file, one line per "
                         + "problem, each after the key it is about.\n",
                 Kind.CHECK, "### Prerequisites not met (`check` FAIL, refused at start, exit 1)\n\n`check` prints these as FAIL with the "
-                        + "fix; `run` refuses to start with all of them at once.\n",
+                        + "fix; `run` refuses to start with all of them at once. A few are warnings (`check` prints WARN and "
+                        + "exits 0, `run` starts): something worth changing that loses nothing today.\n",
                 Kind.DRIFT, "### The stored position and the database disagree (refused at start, exit 1)\n\nThe router does not start "
                         + "over on its own. Read what would be lost, then either repair the state or start once with "
                         + "`run --accept-gap`, which does what *Accepting it* says.\n",

@@ -66,16 +66,19 @@ final class CheckCommand implements Callable<Integer> {
             var mapper = new ObjectMapper();
             var out = mapper.createObjectNode().put("router", c.name()).put("ok", ok);
             var list = out.putArray("checks");
-            checks.forEach(k -> list.addObject().put("name", k.name()).put("ok", k.ok()).put("detail", k.detail()).put("fix", k.fix()));
+            checks.forEach(k -> list.addObject().put("name", k.name()).put("ok", k.ok()).put("warning", k.warning()).put("detail", k.detail())
+                    .put("fix", k.fix()));
             System.out.println(out);
         } else {
             for (Check k : checks) {
-                System.out.println((k.ok() ? "PASS  " : "FAIL  ") + k.name() + ": " + k.detail());
-                if (!k.ok()) {
+                System.out.println((k.warning() ? "WARN  " : k.ok() ? "PASS  " : "FAIL  ") + k.name() + ": " + k.detail());
+                if (!k.fix().isEmpty()) {
                     System.out.println("      fix: " + k.fix());
                 }
             }
-            System.out.println(ok ? "All checks passed." : checks.stream().filter(k -> !k.ok()).count() + " check(s) failed.");
+            long warnings = checks.stream().filter(Check::warning).count();
+            System.out.println((ok ? "All checks passed." : checks.stream().filter(k -> !k.ok()).count() + " check(s) failed.")
+                    + (warnings > 0 ? " " + warnings + " warning(s)." : ""));
         }
         return ok ? 0 : Main.EXIT_FAILED;
     }

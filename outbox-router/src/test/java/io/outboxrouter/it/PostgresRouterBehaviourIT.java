@@ -165,6 +165,56 @@ class PostgresRouterBehaviourIT {
         }
     }
 
+    /**
+     * Postgres 17: the router's slot is a failover slot, so a standby with sync_replication_slots keeps it through a
+     * promotion; a slot of the router's that is not one (made by an earlier build, or by the Debezium Server it took
+     * over from) becomes one at the next start; check reports it.
+     */
+    @Test
+    void theRoutersSlotIsAFailoverSlotAndAPlainOneBecomesOneAtTheNextStart() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), unique("failover"));
+        String topics = unique("failover");
+        var config = RouterConfigLoader.parse(yaml(db, unique("failover-router").replace('_', '-'), topics, "", 0), Map.of());
+        String slot = config.source().postgres().slot();
+        try (var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+        }
+        assertThat(failover(db, slot)).as("created by the connector as a failover slot").isTrue();
+
+        var replication = new java.util.Properties();
+        replication.setProperty("replication", "database");
+        replication.setProperty("preferQueryMode", "simple");
+        replication.setProperty("assumeMinServerVersion", "10");
+        try (var r = config.source().connection().open(replication); var st = r.createStatement()) {
+            st.execute("ALTER_REPLICATION_SLOT \"" + slot + "\" (FAILOVER false)");
+        }
+        assertThat(failover(db, slot)).isFalse();
+        var before = io.outboxrouter.cdc.Source.of(config).checks().stream().filter(k -> k.name().equals("failover")).findFirst().orElseThrow();
+        assertThat(before.ok()).isTrue();
+        assertThat(before.detail()).contains("slot " + slot + " is not a failover slot yet", "no standby streams from this server");
+
+        try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var event = TestEvent.of("Order", "o-1", 1);
+            db.insert(c, event);
+            c.commit();
+            kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(30));
+        }
+        assertThat(failover(db, slot)).as("made a failover slot at start").isTrue();
+        var after = io.outboxrouter.cdc.Source.of(config).checks().stream().filter(k -> k.name().equals("failover")).findFirst().orElseThrow();
+        assertThat(after.detail()).contains("slot " + slot + " is a failover slot");
+    }
+
+    private static boolean failover(PostgresOutbox db, String slot) throws java.sql.SQLException {
+        try (var c = db.connect(); var ps = c.prepareStatement("SELECT failover FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                assertThat(rs.next()).as("slot " + slot + " exists").isTrue();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
     @Test
     void aRecordLargerThanKafkaAcceptsIsDeadLetteredWithoutItsPayloadAndTheRestFlows() throws Exception {
         var db = new PostgresOutbox(TestServers.postgres(), unique("toolarge"));

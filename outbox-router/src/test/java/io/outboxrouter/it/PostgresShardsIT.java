@@ -121,10 +121,11 @@ class PostgresShardsIT {
                 assertThat(status).contains("\"state\":\"streaming\"", "\"published\":" + writers * perWriter);
                 assertThat(get(port, "/")).contains(name + "-shard-" + (shards - 1) + "-of-" + shards);
                 try (var c = db.connect(); var st = c.createStatement();
-                     var rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '"
+                     var rs = st.executeQuery("SELECT count(*), count(*) FILTER (WHERE failover) FROM pg_replication_slots WHERE slot_name LIKE '"
                              + name.replace('-', '_') + "\\_shard\\_%\\_of\\_" + shards + "'")) {
                     rs.next();
                     assertThat(rs.getInt(1)).as("one slot per shard").isEqualTo(shards);
+                    assertThat(rs.getInt(2)).as("each a failover slot (Postgres 17)").isEqualTo(shards);
                 }
             }
         }

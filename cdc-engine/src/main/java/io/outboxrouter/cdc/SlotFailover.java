@@ -1,0 +1,127 @@
+package io.outboxrouter.cdc;
+
+import io.outboxrouter.config.JdbcConnection;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Postgres 17 failover slots: a logical slot with {@code failover = true} is copied to standbys that run with
+ * {@code sync_replication_slots = on}, so a promoted standby has the router's slot at a position no later than the
+ * one stored. The router creates its slots so, marks an existing slot of its own so at start, and {@code check} says
+ * whether the cluster around it will carry the slot over.
+ */
+final class SlotFailover {
+    private static final Logger LOG = LoggerFactory.getLogger(SlotFailover.class);
+    static final int SINCE = 17;
+
+    private SlotFailover() {
+    }
+
+    static boolean supported(Connection c) throws SQLException {
+        return c.getMetaData().getDatabaseMajorVersion() >= SINCE;
+    }
+
+    /**
+     * Makes the router's slots that exist without failover failover slots (made by an earlier build, by hand, or by the
+     * Debezium Server the router took over from). A slot still read by another session cannot be changed: that is
+     * logged, and the next start tries again.
+     */
+    static void ensure(JdbcConnection connection, List<String> slots) {
+        var plain = new ArrayList<String>();
+        try (var c = connection.open()) {
+            if (!supported(c)) {
+                return;
+            }
+            try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE slot_name = ANY (?) "
+                    + "AND slot_type = 'logical' AND NOT failover AND NOT active")) {
+                ps.setArray(1, c.createArrayOf("text", slots.toArray()));
+                try (var rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        plain.add(rs.getString(1));
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            LOG.warn("Cannot tell whether replication slot(s) {} are failover slots: {}", slots, e.getMessage());
+            return;
+        }
+        if (plain.isEmpty()) {
+            return;
+        }
+        // ALTER_REPLICATION_SLOT is a replication command: it runs on a replication connection only.
+        var replication = new Properties();
+        replication.setProperty("replication", "database");
+        replication.setProperty("preferQueryMode", "simple");
+        replication.setProperty("assumeMinServerVersion", "10");
+        try (var r = connection.open(replication); var st = r.createStatement()) {
+            for (String slot : plain) {
+                st.execute(alter(slot));
+                LOG.info("Replication slot {} is now a failover slot: a standby with sync_replication_slots = on keeps a copy, "
+                        + "and the router goes on from it after a promotion", slot);
+            }
+        } catch (SQLException e) {
+            LOG.warn("Could not make replication slot(s) {} failover slots ({}): after a failover to a standby they would be "
+                    + "gone. Run {} on a replication connection while the router is stopped", plain, e.getMessage(), alter(plain.get(0)));
+        }
+    }
+
+    static String alter(String slot) {
+        return "ALTER_REPLICATION_SLOT \"" + slot.replace("\"", "\"\"") + "\" (FAILOVER true)";
+    }
+
+    /**
+     * Whether a failover keeps the slot: the slot's failover flag, and what the primary shows of its standbys. What
+     * must be set on a standby cannot be read from here; the fix names it.
+     */
+    static Check check(Connection c, String slot) throws SQLException {
+        if (!supported(c)) {
+            return Check.pass("failover", "Postgres " + c.getMetaData().getDatabaseMajorVersion() + " keeps logical slots on the "
+                    + "primary only: after a failover to a standby, slot " + slot + " is gone and the router refuses to start "
+                    + "(Postgres 17 failover slots keep it)");
+        }
+        Boolean failover = null;
+        try (var ps = c.prepareStatement("SELECT failover FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (var rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    failover = rs.getBoolean(1);
+                }
+            }
+        }
+        int standbys;
+        // Physical walsenders (standbys) are connected to no database; logical ones (the router's, other consumers') are.
+        try (var st = c.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM pg_stat_replication r "
+                + "JOIN pg_stat_activity a ON a.pid = r.pid WHERE a.datname IS NULL")) {
+            rs.next();
+            standbys = rs.getInt(1);
+        }
+        String synchronizedSlots;
+        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW synchronized_standby_slots")) {
+            rs.next();
+            synchronizedSlots = rs.getString(1);
+        }
+        String standbySide = "on each standby that may be promoted: sync_replication_slots = on, hot_standby_feedback = on, "
+                + "primary_slot_name set to its physical slot here, and a dbname in primary_conninfo";
+        String flag = failover == null ? "slot " + slot + " will be created as a failover slot"
+                : failover ? "slot " + slot + " is a failover slot" : "slot " + slot + " is not a failover slot yet (the router makes "
+                + "it one at its next start)";
+        if (standbys == 0) {
+            return Check.pass("failover", flag + "; no standby streams from this server, so a failover would need a new "
+                    + "primary with the slot synchronized (" + standbySide + ")");
+        }
+        if (synchronizedSlots == null || synchronizedSlots.isBlank()) {
+            return Check.warn("failover", flag + "; " + standbys + " standby(s) stream from this server, but "
+                    + "synchronized_standby_slots is empty: the router may read changes a standby has not received yet, "
+                    + "and after its promotion those events would be published though their transactions are lost",
+                    "ALTER SYSTEM SET synchronized_standby_slots = '<the standbys'' physical slots>'; SELECT pg_reload_conf(); "
+                            + "and " + standbySide);
+        }
+        return Check.pass("failover", flag + "; " + standbys + " standby(s) stream from this server; synchronized_standby_slots = "
+                + synchronizedSlots + " (make sure " + standbySide + ")");
+    }
+}
