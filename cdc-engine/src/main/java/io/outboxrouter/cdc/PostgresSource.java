@@ -205,14 +205,18 @@ final class PostgresSource implements Source {
         var pg = config.source().postgres();
         String confirmed = null;
         boolean slotExists;
+        boolean synced = false;
         String current;
         try (var c = config.source().connection().open()) {
-            try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+            // synced (Postgres 17): the slot is a copy a standby kept of its primary's, read without naming the column
+            try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text, coalesce((to_jsonb(s) ->> 'synced')::boolean, false) "
+                    + "FROM pg_replication_slots s WHERE slot_name = ?")) {
                 ps.setString(1, pg.slot());
                 try (var rs = ps.executeQuery()) {
                     slotExists = rs.next();
                     if (slotExists) {
                         confirmed = rs.getString(1);
+                        synced = rs.getBoolean(2);
                     }
                 }
             }
@@ -250,7 +254,10 @@ final class PostgresSource implements Source {
             return Optional.of(new Drift("replication slot " + pg.slot() + " is at " + confirmed + ", ahead of router "
                     + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table + ". Either the slot was "
                     + "dropped and created again (the changes between the two are gone from it and were never published), or "
-                    + table + " was restored from an older backup (they were published already)",
+                    + table + " was restored from an older backup (they were published already)"
+                    + (synced ? ". The slot is a copy synchronized from a former primary: if this server is a standby promoted "
+                    + "before its copy of " + table + " caught up with the slot's (asynchronous replication), the events in "
+                    + "between were published from the former primary, and nothing is lost" : ""),
                     "resume from the slot at " + confirmed + ": after a re-created slot, the events committed between "
                             + formatLsn(storedAt) + " and " + confirmed + " are not published (publish the rows still in the "
                             + "outbox table again with `replay`); after restored offsets, nothing is lost"));

@@ -76,6 +76,91 @@ public final class PostgresServer implements DatabaseServer {
     }
 
     /**
+     * A streaming standby of this server, made as an operator would without pg_basebackup (the embedded binaries have
+     * none): a physical slot, a base backup by {@code pg_backup_start}/{@code pg_backup_stop} and a file copy, then
+     * {@code standby.signal}. It replicates synchronously (every acknowledged commit is on it), and keeps copies of the
+     * primary's failover slots ({@code sync_replication_slots}), which the primary does not run ahead of
+     * ({@code synchronized_standby_slots}).
+     */
+    public PostgresServer startStandby() {
+        try {
+            var standby = new PostgresServer(Files.createTempDirectory("outbox-router-pg-standby"), freePort());
+            String slot = "standby_" + standby.port;
+            try (var c = connect("postgres"); var st = c.createStatement()) {
+                st.execute("SELECT pg_create_physical_replication_slot('" + slot + "', true)");
+                st.execute("SELECT pg_backup_start('standby', true)");
+                copyForBackup(dataDir, standby.dataDir);
+                try (var rs = st.executeQuery("SELECT labelfile, spcmapfile FROM pg_backup_stop(false)")) {
+                    rs.next();
+                    Files.writeString(standby.dataDir.resolve("backup_label"), rs.getString(1));
+                    if (rs.getString(2) != null && !rs.getString(2).isEmpty()) {
+                        Files.writeString(standby.dataDir.resolve("tablespace_map"), rs.getString(2));
+                    }
+                }
+                st.execute("ALTER SYSTEM SET synchronized_standby_slots = '" + slot + "'");
+                st.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby'");
+                st.execute("SELECT pg_reload_conf()");
+            }
+            Files.writeString(standby.dataDir.resolve("standby.signal"), "");
+            Files.writeString(standby.dataDir.resolve("postgresql.auto.conf"), """
+                    primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s dbname=postgres application_name=standby'
+                    primary_slot_name = '%s'
+                    hot_standby_feedback = on
+                    sync_replication_slots = on
+                    """.formatted(port, USER, PASSWORD, slot));
+            standby.startProcess();
+            return standby;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not make a standby of the Postgres on port " + port, e);
+        }
+    }
+
+    /** The data directory as a base backup takes it: without the running server's own files, WAL and slots. */
+    private static void copyForBackup(Path from, Path to) throws IOException {
+        var skip = java.util.Set.of("postmaster.pid", "postmaster.opts", "epg-lock", "backup_label", "tablespace_map",
+                "postgresql.auto.conf");
+        try (var files = Files.walk(from)) {
+            for (Path f : files.toList()) {
+                Path rel = from.relativize(f);
+                Path target = to.resolve(rel.toString());
+                if (Files.isDirectory(f)) {
+                    if (!(rel.startsWith("pg_replslot") && rel.getNameCount() > 1)) {
+                        Files.createDirectories(target);
+                    }
+                } else if (!skip.contains(rel.toString()) && !rel.startsWith("pg_wal") && !rel.startsWith("pg_replslot")
+                        && !rel.startsWith("pg_stat_tmp") && Files.exists(f)) {
+                    try {
+                        Files.copy(f, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    } catch (java.nio.file.NoSuchFileException gone) {
+                        // a temporary file removed while copying: a base backup leaves those out anyway
+                    }
+                }
+            }
+        }
+    }
+
+    /** Promotes this standby to a primary, and waits until it takes writes. */
+    public void promote() {
+        try (var c = connect("postgres"); var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_promote(true, 60)")) {
+            rs.next();
+            if (!rs.getBoolean(1)) {
+                throw new IllegalStateException("the standby on port " + port + " was not promoted within 60 s");
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not promote the standby on port " + port, e);
+        }
+    }
+
+    /** Stops the server as a crash would (an immediate shutdown), keeping its data. */
+    public void kill() {
+        if (pg != null) {
+            crash();
+        }
+    }
+
+    /**
      * Stops the server at once, as a crash would (an immediate shutdown): a fast shutdown waits for logical walsenders to
      * be acknowledged, up to a minute, while a router streams.
      */
