@@ -27,7 +27,9 @@ import org.apache.kafka.connect.data.Struct;
 
 /** MySQL and MariaDB through the row binlog, with the schema history in a JDBC table beside the offsets. */
 final class BinlogSource implements Source {
-    private static final Pattern POSITION = Pattern.compile("binlog:([^:,]+):(\\d+)(?:,gtid:(\\d+)-(\\d+)-(\\d+))?");
+    /** A record's source.position header: MariaDB's GTID is domain-server-sequence, MySQL's server_uuid:transaction. */
+    private static final Pattern POSITION = Pattern.compile(
+            "binlog:([^:,]+):(\\d+)(?:,gtid:(?:(\\d+)-(\\d+)-(\\d+)|(\\p{XDigit}{8}(?:-\\p{XDigit}{4}){3}-\\p{XDigit}{12}:\\d+)))?");
     private static final ObjectMapper JSON = new ObjectMapper();
     /** How often the stored position follows the binlog when no outbox event moves it; debezium.heartbeat.interval.ms overrides. */
     static final Duration BINLOG_HEARTBEAT = Duration.ofSeconds(30);
@@ -121,6 +123,10 @@ final class BinlogSource implements Source {
         checkRetained(file, pos);
         String key = offsetKey();
         String previous = stored.get(key);
+        if (config.source().kind() == SourceKind.MARIADB && m.group(6) != null) {
+            throw new IllegalArgumentException("--position carries a MySQL GTID (" + m.group(6) + "), and this router reads MariaDB, whose "
+                    + "GTIDs look like 0-1-42: give a source.position header of this server's records");
+        }
         if (config.source().kind() == SourceKind.MARIADB && m.group(3) == null && (previous == null || !previous.contains("\"gtids\""))) {
             // Debezium's MariaDB connector resumes by GTID: a position without one fails at start.
             throw new IllegalArgumentException("MariaDB resumes by GTID: give the GTID of the transaction to start at too, --position "
@@ -133,7 +139,13 @@ final class BinlogSource implements Source {
                 value.set("server_id", old.get("server_id"));
             }
             value.put("file", file).put("pos", pos);
-            if (m.group(3) != null) {
+            // MySQL with GTIDs resumes from the set executed before the position (the event's own GTID is not that set).
+            if (config.source().kind() == SourceKind.MYSQL) {
+                try (var c = config.source().connection().open()) {
+                    MySqlGtids.executedBefore(c, file, pos).ifPresent(g -> value.put("gtids", g));
+                }
+            }
+            if (m.group(3) != null && config.source().kind() == SourceKind.MARIADB) {
                 String restart = m.group(3) + "-" + m.group(4) + "-" + (Long.parseLong(m.group(5)) - 1);
                 value.put("gtids", mergeGtid(previous, m.group(3), restart));
             }

@@ -50,6 +50,12 @@ class MySqlOutboxIT extends OutboxContract {
         return new BinlogOutbox(server(), name);
     }
 
+    /** An event's source.position header (binlog:F:P,gtid:server_uuid:n with GTIDs on) is a position offsets set takes. */
+    @Test
+    void offsetsSetMovesThePositionBackToAnEventsHeader(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        MariaDbRouterBehaviourIT.offsetsSetMovesThePositionBackToAnEventsHeader(new BinlogOutbox(server(), unique("replay")), dir);
+    }
+
     /**
      * Exactly-once runs on MariaDB and Postgres: it sits after the connector (the same binlog path as MariaDB's), and its
      * crash tests would add about two minutes to every run here.
