@@ -609,6 +609,12 @@ abstract class OutboxContract {
     }
 
     static void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random) throws SQLException, InterruptedException {
+        writeMixedLoad(db, written, stop, random, 2);
+    }
+
+    /** @param pauseMillis between transactions: a longer pause writes a smaller backlog for the same kills */
+    static void writeMixedLoad(OutboxDatabase db, Set<UUID> written, AtomicBoolean stop, Random random, long pauseMillis)
+            throws SQLException, InterruptedException {
         var seq = new HashMap<String, Integer>();
         Function<Integer, List<TestEvent>> next = n -> {
             var events = new ArrayList<TestEvent>(n);
@@ -634,7 +640,7 @@ abstract class OutboxContract {
                 }
                 c.commit();
                 events.forEach(e -> written.add(e.id()));
-                Thread.sleep(2);
+                Thread.sleep(pauseMillis);
             }
         }
     }

@@ -148,7 +148,8 @@ class PostgresShardsIT {
         try (var kafka = new KafkaEvents(kafka(), topics + "\\..*")) {
             var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(120));
             Future<?> writer = load.submit(() -> {
-                OutboxContract.writeMixedLoad(db, written, stopLoad, new Random(seed));
+                // Paced: the kills hit every kind of transaction in flight without a backlog that only lengthens the drain.
+                OutboxContract.writeMixedLoad(db, written, stopLoad, new Random(seed), 10);
                 return null;
             });
             for (int kill = 1; kill <= 3; kill++) {
@@ -194,7 +195,7 @@ class PostgresShardsIT {
         try (var kafka = KafkaEvents.readCommitted(kafka(), topics + "\\..*")) {
             var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(120));
             Future<?> writer = load.submit(() -> {
-                OutboxContract.writeMixedLoad(db, written, stopLoad, new Random(7));
+                OutboxContract.writeMixedLoad(db, written, stopLoad, new Random(7), 10);
                 return null;
             });
             for (int kill = 1; kill <= 2; kill++) {
