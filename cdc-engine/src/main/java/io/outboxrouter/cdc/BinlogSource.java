@@ -29,7 +29,7 @@ import org.apache.kafka.connect.data.Struct;
 final class BinlogSource implements Source {
     /** A record's source.position header: MariaDB's GTID is domain-server-sequence, MySQL's server_uuid:transaction. */
     private static final Pattern POSITION = Pattern.compile(
-            "binlog:([^:,]+):(\\d+)(?:,gtid:(?:(\\d+)-(\\d+)-(\\d+)|(\\p{XDigit}{8}(?:-\\p{XDigit}{4}){3}-\\p{XDigit}{12}:\\d+)))?");
+            "binlog:([^:,]+):(\\d+)(?:,gtid:(?:(\\d+)-(\\d+)-(\\d+)|(\\p{XDigit}{8}(?:-\\p{XDigit}{4}){3}-\\p{XDigit}{12}(?::[A-Za-z_]\\w*)?:\\d+)))?");
     private static final ObjectMapper JSON = new ObjectMapper();
     /** How often the stored position follows the binlog when no outbox event moves it; debezium.heartbeat.interval.ms overrides. */
     static final Duration BINLOG_HEARTBEAT = Duration.ofSeconds(30);
@@ -142,7 +142,16 @@ final class BinlogSource implements Source {
             // MySQL with GTIDs resumes from the set executed before the position (the event's own GTID is not that set).
             if (config.source().kind() == SourceKind.MYSQL) {
                 try (var c = config.source().connection().open()) {
-                    MySqlGtids.executedBefore(c, file, pos).ifPresent(g -> value.put("gtids", g));
+                    var before = MySqlGtids.executedBefore(c, file, pos);
+                    if (before.isPresent() && m.group(6) != null && before.get().transactionAt().isPresent()
+                            && !before.get().transactionAt().get().equalsIgnoreCase(m.group(6))) {
+                        // Another server's file of the same name (after a failover, say): its GTIDs would skip events.
+                        throw new IllegalArgumentException("--position names transaction " + m.group(6) + ", but at " + file + ":" + pos
+                                + " this server's binlog has " + before.get().transactionAt().get() + ": the header comes from "
+                                + "another server's binlog. Give a position of this server's (a record it published, or SHOW "
+                                + "BINARY LOG STATUS)");
+                    }
+                    before.ifPresent(g -> value.put("gtids", g.executed()));
                 }
             }
             if (m.group(3) != null && config.source().kind() == SourceKind.MARIADB) {

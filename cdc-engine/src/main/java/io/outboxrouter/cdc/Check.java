@@ -6,7 +6,7 @@ import java.util.Set;
 /**
  * One prerequisite, checked: what, whether it holds, what was seen, and the fix when it does not.
  *
- * @param fix empty when it passed
+ * @param fix empty when it passed, unless it is a warning: passed, with something worth changing
  */
 public record Check(String name, boolean ok, String detail, String fix) {
 

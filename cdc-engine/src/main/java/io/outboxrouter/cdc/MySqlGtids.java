@@ -2,86 +2,124 @@ package io.outboxrouter.cdc;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
  * The GTID set a MySQL server had executed before a binlog position: with GTIDs on, Debezium's MySQL connector resumes
  * from such a set (the server sends every transaction not in it), and a stored position without one fails at start.
- * It is the file's Previous_gtids, plus the GTID of every transaction in the file before the position.
+ * It is the file's Previous_gtids, plus the GTID of every transaction in the file that ended before the position.
  */
 final class MySqlGtids {
     private static final Pattern GTID_NEXT = Pattern.compile("'([^']+)'");
-    /** GTIDs gathered before the server folds them into intervals, so that a large file keeps the text small. */
-    private static final int FOLD_EVERY = 10_000;
+
+    /** What the binlog says before a position: the set executed before it, and the transaction the position is in. */
+    record Before(String executed, Optional<String> transactionAt) {
+    }
 
     private MySqlGtids() {
     }
 
     /** Empty when the server runs without GTIDs. */
-    static Optional<String> executedBefore(Connection c, String file, long pos) throws SQLException {
+    static Optional<Before> executedBefore(Connection c, String file, long pos) throws SQLException {
         try (var st = c.createStatement(); var rs = st.executeQuery("SELECT @@GLOBAL.gtid_mode")) {
             if (!rs.next() || "OFF".equalsIgnoreCase(rs.getString(1))) {
                 return Optional.empty();
             }
         }
-        String set = "";
-        var pending = new StringBuilder();
-        int gathered = 0;
-        // The GTID of the transaction being read: it counts once the next one begins before the position, since a
-        // position inside a transaction (a record's header names its first event after the GTID) means it is not done.
+        String previous = "";
+        var done = new Intervals();
+        // The GTID of the transaction being read: done once the next one begins before the position; a position inside
+        // a transaction (a record's header names an event after its GTID) means it is not done.
         String current = null;
+        String at = null;
         try (var st = c.createStatement()) {
             st.setFetchSize(Integer.MIN_VALUE); // Connector/J streams the rows: a binlog file can hold millions of events
             try (var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + file.replace("'", "''") + "'")) {
                 while (rs.next()) {
                     String type = rs.getString("Event_type");
                     String info = rs.getString("Info");
+                    if ("Previous_gtids".equals(type)) {
+                        previous = info == null ? "" : info.replace("\n", "");
+                        continue;
+                    }
+                    boolean gtid = type != null && type.startsWith("Gtid");
                     if (rs.getLong("Pos") >= pos) {
-                        if ("Gtid".equals(type) && current != null) {
-                            pending.append(',').append(current); // the position is the boundary after it
+                        if (gtid) {
+                            if (current != null) {
+                                done.add(current); // the position is the boundary after it
+                            }
+                            var m = info == null ? null : GTID_NEXT.matcher(info);
+                            at = m != null && m.find() ? m.group(1) : null;
+                        } else {
+                            at = current;
                         }
                         current = null;
                         break;
                     }
-                    if ("Previous_gtids".equals(type) && info != null) {
-                        pending.append(',').append(info.replace("\n", ""));
-                    } else if ("Gtid".equals(type) && info != null) {
+                    if (gtid && info != null) {
                         var m = GTID_NEXT.matcher(info);
                         if (m.find()) {
                             if (current != null) {
-                                pending.append(',').append(current);
-                                gathered++;
+                                done.add(current);
                             }
                             current = m.group(1);
                         }
-                    }
-                    if (gathered >= FOLD_EVERY) {
-                        set = fold(c, set, pending);
-                        gathered = 0;
                     }
                 }
             }
         }
         if (current != null) {
-            pending.append(',').append(current); // the position is the end of the file: its last transaction is done
+            done.add(current); // the position is the end of the file: its last transaction is done
         }
-        return Optional.of(fold(c, set, pending));
-    }
-
-    /** The union of a set and the GTIDs gathered since, as the server writes a set (intervals, sorted). */
-    private static String fold(Connection c, String set, StringBuilder pending) throws SQLException {
-        String union = (set + pending).replaceAll("^,+", "");
-        pending.setLength(0);
+        // Folded by the server once the streamed result is closed (a second statement cannot run beside it).
+        String union = String.join(",", List.of(previous, done.toString()).stream().filter(s -> !s.isBlank()).toList());
         if (union.isBlank()) {
-            return "";
+            return Optional.of(new Before("", Optional.ofNullable(at)));
         }
         try (var ps = c.prepareStatement("SELECT GTID_SUBTRACT(?, '')")) {
             ps.setString(1, union);
             try (var rs = ps.executeQuery()) {
                 rs.next();
-                return rs.getString(1).replace("\n", "");
+                return Optional.of(new Before(rs.getString(1).replace("\n", ""), Optional.ofNullable(at)));
             }
+        }
+    }
+
+    /** GTIDs as intervals per source (uuid, or uuid:tag): one server's come in order, so the list stays short. */
+    private static final class Intervals {
+        private final Map<String, List<long[]>> bySource = new LinkedHashMap<>();
+
+        void add(String gtid) {
+            int colon = gtid.lastIndexOf(':');
+            String source = gtid.substring(0, colon);
+            long n = Long.parseLong(gtid.substring(colon + 1));
+            var list = bySource.computeIfAbsent(source, s -> new ArrayList<>());
+            var last = list.isEmpty() ? null : list.get(list.size() - 1);
+            if (last != null && n == last[1] + 1) {
+                last[1] = n;
+            } else if (last == null || n > last[1]) {
+                list.add(new long[] {n, n});
+            } else {
+                list.add(0, new long[] {n, n}); // out of order: the server's fold sorts and merges it
+            }
+        }
+
+        @Override
+        public String toString() {
+            var parts = new ArrayList<String>();
+            bySource.forEach((source, list) -> {
+                var sb = new StringBuilder(source);
+                for (long[] i : list) {
+                    sb.append(':').append(i[0]).append(i[0] == i[1] ? "" : "-" + i[1]);
+                }
+                parts.add(sb.toString());
+            });
+            return String.join(",", parts);
         }
     }
 }

@@ -41,7 +41,9 @@ final class PostgresPreflight {
      */
     static Map<String, String> run(String routerName, SourceConfig source, Collection<String> columns, Collection<String> read,
                                    String aggregateId) {
-        var failed = checks(routerName, source, columns, read, aggregateId).stream().filter(c -> !c.ok()).map(Check::problem).toList();
+        var checks = checks(routerName, source, columns, read, aggregateId);
+        checks.stream().filter(Check::warning).forEach(w -> LOG.warn("Router {}: {}: {}. Fix: {}", routerName, w.name(), w.detail(), w.fix()));
+        var failed = checks.stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("the source database is not set up for the router: " + String.join("; ", failed));
         }

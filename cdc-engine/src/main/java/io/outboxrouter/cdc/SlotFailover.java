@@ -11,9 +11,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Postgres 17 failover slots: a logical slot with {@code failover = true} is copied to standbys that run with
- * {@code sync_replication_slots = on}, so a promoted standby has the router's slot at a position no later than the
- * one stored. The router creates its slots so, marks an existing slot of its own so at start, and {@code check} says
- * whether the cluster around it will carry the slot over.
+ * {@code sync_replication_slots = on}, so a promoted standby has a copy of the router's slot. The router creates its
+ * slots so, marks an existing slot of its own so at start, and {@code check} says whether the cluster around it will
+ * carry the slot over.
  */
 final class SlotFailover {
     private static final Logger LOG = LoggerFactory.getLogger(SlotFailover.class);
@@ -33,22 +33,27 @@ final class SlotFailover {
      */
     static void ensure(JdbcConnection connection, List<String> slots) {
         var plain = new ArrayList<String>();
+        var busy = new ArrayList<String>();
         try (var c = connection.open()) {
             if (!supported(c)) {
                 return;
             }
-            try (var ps = c.prepareStatement("SELECT slot_name FROM pg_replication_slots WHERE slot_name = ANY (?) "
-                    + "AND slot_type = 'logical' AND NOT failover AND NOT active")) {
+            try (var ps = c.prepareStatement("SELECT slot_name, active FROM pg_replication_slots WHERE slot_name = ANY (?) "
+                    + "AND slot_type = 'logical' AND NOT failover")) {
                 ps.setArray(1, c.createArrayOf("text", slots.toArray()));
                 try (var rs = ps.executeQuery()) {
                     while (rs.next()) {
-                        plain.add(rs.getString(1));
+                        (rs.getBoolean(2) ? busy : plain).add(rs.getString(1));
                     }
                 }
             }
         } catch (SQLException e) {
             LOG.warn("Cannot tell whether replication slot(s) {} are failover slots: {}", slots, e.getMessage());
             return;
+        }
+        if (!busy.isEmpty()) {
+            LOG.warn("Replication slot(s) {} are not failover slots and are read by another session now, so they cannot be made "
+                    + "ones; the next start tries again", busy);
         }
         if (plain.isEmpty()) {
             return;
@@ -78,7 +83,16 @@ final class SlotFailover {
      * Whether a failover keeps the slot: the slot's failover flag, and what the primary shows of its standbys. What
      * must be set on a standby cannot be read from here; the fix names it.
      */
-    static Check check(Connection c, String slot) throws SQLException {
+    static Check check(Connection c, String slot) {
+        try {
+            return readiness(c, slot);
+        } catch (SQLException e) {
+            return Check.warn("failover", "could not tell whether a failover keeps slot " + slot + ": " + e.getMessage(),
+                    "check that the server is Postgres (a fork may lack pg_replication_slots.failover)");
+        }
+    }
+
+    private static Check readiness(Connection c, String slot) throws SQLException {
         if (!supported(c)) {
             return Check.pass("failover", "Postgres " + c.getMetaData().getDatabaseMajorVersion() + " keeps logical slots on the "
                     + "primary only: after a failover to a standby, slot " + slot + " is gone and the router refuses to start "
@@ -110,9 +124,36 @@ final class SlotFailover {
         String flag = failover == null ? "slot " + slot + " will be created as a failover slot"
                 : failover ? "slot " + slot + " is a failover slot" : "slot " + slot + " is not a failover slot yet (the router makes "
                 + "it one at its next start)";
+        // A failover slot's walsender waits for every slot synchronized_standby_slots names: a missing or idle one stalls it.
+        var stalled = new ArrayList<String>();
+        if (synchronizedSlots != null && !synchronizedSlots.isBlank() && !"*".equals(synchronizedSlots.trim())) {
+            for (String name : synchronizedSlots.split(",")) {
+                String physical = name.trim().replace("\"", "");
+                try (var ps = c.prepareStatement("SELECT active AND coalesce(wal_status, '') <> 'lost' FROM pg_replication_slots "
+                        + "WHERE slot_name = ? AND slot_type = 'physical'")) {
+                    ps.setString(1, physical);
+                    try (var rs = ps.executeQuery()) {
+                        if (!rs.next() || !rs.getBoolean(1)) {
+                            stalled.add(physical);
+                        }
+                    }
+                }
+            }
+        }
+        if (!stalled.isEmpty()) {
+            return Check.warn("failover", flag + "; synchronized_standby_slots names " + String.join(", ", stalled) + ", which no "
+                    + "standby streams from now: the router reads nothing until it does",
+                    "start the standby, or take its slot out of synchronized_standby_slots (ALTER SYSTEM SET "
+                            + "synchronized_standby_slots = '...'; SELECT pg_reload_conf())");
+        }
         if (standbys == 0) {
             return Check.pass("failover", flag + "; no standby streams from this server, so a failover would need a new "
                     + "primary with the slot synchronized (" + standbySide + ")");
+        }
+        if (Boolean.FALSE.equals(failover)) {
+            return Check.warn("failover", flag + "; " + standbys + " standby(s) stream from this server, and a failover now "
+                    + "would lose the slot", "stop the router and start it again while nothing else reads the slot, or run "
+                    + alter(slot) + " on a replication connection while it is stopped");
         }
         if (synchronizedSlots == null || synchronizedSlots.isBlank()) {
             return Check.warn("failover", flag + "; " + standbys + " standby(s) stream from this server, but "

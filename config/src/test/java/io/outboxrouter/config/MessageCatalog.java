@@ -25,7 +25,7 @@ final class MessageCatalog {
     private static final Set<String> EXCEPTIONS = Set.of("SourceSetupException", "OffsetStoreException", "FencedException",
             "ConfigException", "UnroutableEventException", "IllegalStateException", "FencedOutException",
             "UnrecoverableException", "UnwritableTopicException", "GaveUpException", "SchemaHistoryException",
-            "ConnectException", "DataException");
+            "ConnectException", "DataException", "IllegalArgumentException");
     static final String ELLIPSIS = "…";
 
     enum Kind { CONFIG, CHECK, DRIFT, LIVE, STOP, ERROR_LOG, WARNING_LOG }
@@ -163,6 +163,10 @@ final class MessageCatalog {
         if (q > 0 && c > q) {
             String yes = raw(expr.subList(q + 1, c));
             String no = raw(expr.subList(c + 1, expr.size()));
+            if (yes.isBlank() || no.isBlank()) {
+                String some = (yes.isBlank() ? no : yes).strip(); // a part written only sometimes
+                return some.isEmpty() ? "" : (Character.isLetterOrDigit(some.charAt(0)) ? " [" : "[") + some + "]";
+            }
             return yes.equals(ELLIPSIS) && no.equals(ELLIPSIS) ? ELLIPSIS : (yes + " / " + no).replace("  ", " ");
         }
         var text = new StringBuilder();
@@ -292,7 +296,10 @@ final class MessageCatalog {
                     var sb = new StringBuilder();
                     i++;
                     while (i < n && src.charAt(i) != '"') {
-                        if (src.charAt(i) == '\\') {
+                        if (src.charAt(i) == '\\' && src.charAt(i + 1) == 'u') {
+                            sb.append((char) Integer.parseInt(src.substring(i + 2, i + 6), 16));
+                            i += 6;
+                        } else if (src.charAt(i) == '\\') {
                             sb.append(unescape(src.charAt(i + 1)));
                             i += 2;
                         } else {

@@ -86,7 +86,7 @@ class TroubleshootingPageTest {
                         + "problem, each after the key it is about.\n",
                 Kind.CHECK, "### Prerequisites not met (`check` FAIL, refused at start, exit 1)\n\n`check` prints these as FAIL with the "
                         + "fix; `run` refuses to start with all of them at once. A few are warnings (`check` prints WARN and "
-                        + "exits 0, `run` starts): something worth changing that loses nothing today.\n",
+                        + "exits 0; `run` starts and logs them): something worth changing before it costs events.\n",
                 Kind.DRIFT, "### The stored position and the database disagree (refused at start, exit 1)\n\nThe router does not start "
                         + "over on its own. Read what would be lost, then either repair the state or start once with "
                         + "`run --accept-gap`, which does what *Accepting it* says.\n",

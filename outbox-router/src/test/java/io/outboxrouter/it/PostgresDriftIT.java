@@ -165,6 +165,36 @@ class PostgresDriftIT {
     }
 
     /**
+     * A stored position past the end of the server's WAL comes from another history: a standby promoted before it
+     * received what the router had read, or a database restored to an earlier point. Resuming there would skip this
+     * server's transactions up to it: refused, named, and accepted only with --accept-gap.
+     */
+    @Test
+    void aStoredPositionAheadOfTheServersWalIsRefusedAsAnotherHistory() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("otherhist"));
+        String topics = OutboxContract.unique("otherhist");
+        var file = Files.writeString(dir.resolve("router.yml"), yaml(db, OutboxContract.unique("otherhist-router").replace('_', '-'), topics));
+        var config = RouterConfigLoader.load(file, Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+            runOnce(config, db, kafka, TestEvent.of("Order", "o-1", 1));
+            // As a promoted standby's copy of an offsets table kept elsewhere would read: a position this WAL never reached.
+            db.execute("UPDATE outbox_router_offsets SET offset_value = jsonb_set(offset_value::jsonb, '{lsn}', '999999999999999')::text "
+                    + "WHERE router_name = '" + config.name() + "' AND offset_key LIKE '[%'");
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("is ahead of this server's WAL").hasMessageContaining("--accept-gap");
+            assertThat(check(file)).contains("FAIL  stored position: router " + config.name() + "'s stored position");
+
+            var after = TestEvent.of("Order", "o-1", 2);
+            try (var router = Router.start(config, true); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+        }
+    }
+
+    /**
      * The same while the router runs: its walsender ended, its slot dropped and created again by hand. Debezium restarts
      * its task inside the process, and its check of the stored position against the slot (the slot's restart position
      * is after it) fails the task: the router stops, instead of streaming on from the new slot past what was committed

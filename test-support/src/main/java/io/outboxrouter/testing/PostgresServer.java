@@ -97,9 +97,6 @@ public final class PostgresServer implements DatabaseServer {
                         Files.writeString(standby.dataDir.resolve("tablespace_map"), rs.getString(2));
                     }
                 }
-                st.execute("ALTER SYSTEM SET synchronized_standby_slots = '" + slot + "'");
-                st.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby'");
-                st.execute("SELECT pg_reload_conf()");
             }
             Files.writeString(standby.dataDir.resolve("standby.signal"), "");
             Files.writeString(standby.dataDir.resolve("postgresql.auto.conf"), """
@@ -109,6 +106,12 @@ public final class PostgresServer implements DatabaseServer {
                     sync_replication_slots = on
                     """.formatted(port, USER, PASSWORD, slot));
             standby.startProcess();
+            // Only once the standby runs: a primary waiting for a standby that failed to start would hang every commit.
+            try (var c = connect("postgres"); var st = c.createStatement()) {
+                st.execute("ALTER SYSTEM SET synchronized_standby_slots = '" + slot + "'");
+                st.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby'");
+                st.execute("SELECT pg_reload_conf()");
+            }
             return standby;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
