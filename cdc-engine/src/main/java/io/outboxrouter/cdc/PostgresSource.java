@@ -66,12 +66,7 @@ final class PostgresSource implements Source {
         Retention.refuseUnless(Retention.checks(config, this));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId());
-        try (var c = config.source().connection().open()) {
-            failoverSlots = SlotFailover.supported(c);
-        } catch (java.sql.SQLException e) {
-            throw new SourceSetupException("cannot read the source's version: " + e.getMessage(), e);
-        }
-        SlotFailover.ensure(config.source().connection(), java.util.List.of(config.source().postgres().slot()));
+        failoverSlots = SlotFailover.ensure(config.source().connection(), java.util.List.of(config.source().postgres().slot()));
     }
 
     @Override

@@ -30,13 +30,15 @@ final class SlotFailover {
      * Makes the router's slots that exist without failover failover slots (made by an earlier build, by hand, or by the
      * Debezium Server the router took over from). A slot still read by another session cannot be changed: that is
      * logged, and the next start tries again.
+     *
+     * @return whether the server has failover slots (Postgres 17+); false when that could not be read
      */
-    static void ensure(JdbcConnection connection, List<String> slots) {
+    static boolean ensure(JdbcConnection connection, List<String> slots) {
         var plain = new ArrayList<String>();
         var busy = new ArrayList<String>();
         try (var c = connection.open()) {
             if (!supported(c)) {
-                return;
+                return false;
             }
             try (var ps = c.prepareStatement("SELECT slot_name, active FROM pg_replication_slots WHERE slot_name = ANY (?) "
                     + "AND slot_type = 'logical' AND NOT failover")) {
@@ -49,14 +51,14 @@ final class SlotFailover {
             }
         } catch (SQLException e) {
             LOG.warn("Cannot tell whether replication slot(s) {} are failover slots: {}", slots, e.getMessage());
-            return;
+            return false;
         }
         if (!busy.isEmpty()) {
             LOG.warn("Replication slot(s) {} are not failover slots and are read by another session now, so they cannot be made "
                     + "ones; the next start tries again", busy);
         }
         if (plain.isEmpty()) {
-            return;
+            return true;
         }
         // ALTER_REPLICATION_SLOT is a replication command: it runs on a replication connection only.
         var replication = new Properties();
@@ -73,6 +75,7 @@ final class SlotFailover {
             LOG.warn("Could not make replication slot(s) {} failover slots ({}): after a failover to a standby they would be "
                     + "gone. Run {} on a replication connection while the router is stopped", plain, e.getMessage(), alter(plain.get(0)));
         }
+        return true;
     }
 
     static String alter(String slot) {
