@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.SourceConfig;
+import io.outboxrouter.config.SourceKind;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -61,6 +62,7 @@ final class BinlogPreflight {
                             + "last byte is 0 (1 row in 256 arrives shifted by a byte, with a wrong event id)",
                     "store ids as CHAR(36): ALTER TABLE " + col.substring(0, col.lastIndexOf('.')) + " MODIFY "
                             + col.substring(col.lastIndexOf('.') + 1) + " CHAR(36) NOT NULL")));
+            checks.add(failover(c, source.kind() == SourceKind.MARIADB));
             var lacking = missingGrants(c);
             checks.add(lacking.isEmpty() ? Check.pass("grants", "replication privileges granted")
                     : Check.fail("grants", "user " + conn.user() + " lacks " + String.join(", ", lacking),
@@ -69,6 +71,49 @@ final class BinlogPreflight {
         } catch (SQLException e) {
             checks.add(Check.connectionFailed(conn.url(), e));
             return checks;
+        }
+    }
+
+    /**
+     * Whether a promoted replica can take the router over: the router resumes by GTID, which a replica keeps for what it
+     * applies only when it logs it. Read on this server; the replicas' own settings show when check runs against them.
+     */
+    static Check failover(Connection c, boolean mariadb) throws SQLException {
+        String logsApplied = variable(c, "log_replica_updates");
+        if (logsApplied == null) {
+            logsApplied = variable(c, "log_slave_updates");
+        }
+        String setting = mariadb ? "log_slave_updates" : "log_replica_updates";
+        boolean replica = isReplica(c, mariadb);
+        if (replica && !"ON".equalsIgnoreCase(logsApplied) && !"1".equals(logsApplied)) {
+            return Check.fail("failover", "this server is a replica that does not log what it applies (" + setting + " = "
+                    + logsApplied + "): its binlog holds none of the primary's transactions, so the router reading it sees no "
+                    + "outbox rows, and after a promotion it could not resume here", "set " + setting + " = ON in my.cnf and restart it");
+        }
+        if (!mariadb) {
+            String gtidMode = variable(c, "gtid_mode");
+            if (!"ON".equalsIgnoreCase(gtidMode)) {
+                return Check.warn("failover", "gtid_mode = " + gtidMode + ": the router's position is a file and offset of this "
+                        + "server's binlog, which mean nothing on a replica; after a failover it cannot resume on the promoted one",
+                        "turn GTIDs on across the cluster (gtid_mode = ON, enforce_gtid_consistency = ON), with " + setting
+                                + " = ON on every replica");
+            }
+        }
+        if (replica) {
+            return Check.pass("failover", "this server is a replica that logs what it applies (" + setting + " = ON): promoted, "
+                    + "it takes the router over from its stored GTID" + (mariadb ? "" : " set"));
+        }
+        return Check.pass("failover", (mariadb ? "the router resumes by GTID" : "gtid_mode = ON: the router resumes by GTID")
+                + ": a promoted replica takes it over when it logs what it applies (" + setting + " = ON; run check against "
+                + "a replica's address to see it)");
+    }
+
+    /** Whether the server replicates from another; false when the user may not ask. */
+    private static boolean isReplica(Connection c, boolean mariadb) {
+        try (var st = c.createStatement(); var rs = st.executeQuery(mariadb ? "SHOW SLAVE STATUS" : "SHOW REPLICA STATUS")) {
+            return rs.next();
+        } catch (SQLException e) {
+            return false;
         }
     }
 

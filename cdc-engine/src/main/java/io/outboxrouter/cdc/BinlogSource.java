@@ -82,6 +82,11 @@ final class BinlogSource implements Source {
         // A quiet outbox on a busy server: without a heartbeat the stored position moves only with outbox events, and a
         // restart after binlog retention has passed since the last one fails. Heartbeats carry the reader's position.
         p.setProperty("heartbeat.interval.ms", Long.toString(BINLOG_HEARTBEAT.toMillis()));
+        if (source.kind() == SourceKind.MARIADB) {
+            // Its check refuses the former primary's GTIDs on a promoted replica that holds them; drift() checks instead,
+            // before every engine start (the connector's MariaDB errors are not retried inside the engine).
+            p.setProperty("internal.log.position.check.enable", "false");
+        }
     }
 
     @Override
@@ -206,8 +211,14 @@ final class BinlogSource implements Source {
         String replay = " are not published (publish the rows still in the outbox table again with `replay`)";
         if (!stored.isEmpty()) {
             String file = storedFile(stored);
+            String gtids = storedGtids(stored);
+            var byGtid = gtids == null || gtids.isBlank() ? Optional.<Optional<Drift>>empty() : gtidDrift(gtids, fromNow, replay);
+            if (byGtid.isPresent() && byGtid.get().isPresent()) {
+                return byGtid.get();
+            }
             var retained = retainedBinlogs();
-            if (file != null && !retained.containsKey(file)) {
+            // Resumed by GTID, the file and position are the former primary's after a failover: only the GTIDs tell.
+            if (byGtid.isEmpty() && file != null && !retained.containsKey(file)) {
                 return Optional.of(new Drift("binlog file " + file + " of router " + config.name() + "'s stored position is no longer on the "
                         + "server (it keeps " + String.join(", ", retained.keySet()) + "): binlog retention passed while the router was "
                         + "stopped or behind", fromNow + "since " + file + replay));
@@ -237,6 +248,65 @@ final class BinlogSource implements Source {
                     fromNow + "since the router last ran" + replay));
         }
         return Optional.empty();
+    }
+
+    /**
+     * Whether the server can resume after the stored GTIDs (the connector resumes by them, not by file and position); empty
+     * when it cannot tell (MySQL without GTIDs), else the drift found, if any.
+     */
+    private Optional<Optional<Drift>> gtidDrift(String gtids, String fromNow, String replay) throws SQLException {
+        String name = config.name();
+        String anotherHistory = "the position comes from another history (a replica promoted before it received what the router "
+                + "had read from the former primary, a replica that did not log what it applied, a server that was not a replica "
+                + "of it, binary logs reset, or a database restored to an earlier point), and resuming there would skip or fail on "
+                + "this server's transactions";
+        String forget = "forget the stored position and " + fromNow + "on this server since it took over" + replay
+                + "; events published from the former primary for transactions this server does not have stay published";
+        try (var c = config.source().connection().open()) {
+            if (config.source().kind() == SourceKind.MARIADB) {
+                var problem = MariaDbGtids.check(c, gtids);
+                if (problem.isEmpty()) {
+                    return Optional.of(Optional.empty());
+                }
+                var p = problem.get();
+                return Optional.of(Optional.of(switch (p.reason()) {
+                    case PURGED -> new Drift("the binlogs holding the transactions after router " + name + "'s stored GTID " + p.stored()
+                            + " are purged (the oldest binlog the server keeps starts after " + p.evidence() + "): binlog retention "
+                            + "passed while the router was stopped or behind", fromNow + "after " + p.stored() + replay);
+                    case AHEAD -> new Drift("router " + name + "'s stored GTID " + p.stored() + " is ahead of this server's binlog, whose "
+                            + "newest transaction in domain " + p.stored().domain() + " is " + p.evidence() + ": " + anotherHistory, forget);
+                    case OTHER_HISTORY -> new Drift("router " + name + "'s stored GTID " + p.stored() + " is not in this server's binlog ("
+                            + (p.evidence() == null ? "it has no transaction of server " + p.stored().server() + " in domain "
+                            + p.stored().domain() : "the newest of server " + p.stored().server() + " in domain " + p.stored().domain()
+                            + " is " + p.evidence()) + "): " + anotherHistory, forget);
+                }));
+            }
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT @@GLOBAL.gtid_mode")) {
+                if (!rs.next() || !"ON".equalsIgnoreCase(rs.getString(1))) {
+                    return Optional.empty();
+                }
+            }
+            try (var ps = c.prepareStatement("SELECT GTID_SUBTRACT(?, @@GLOBAL.gtid_executed), GTID_SUBTRACT(@@GLOBAL.gtid_purged, ?)")) {
+                ps.setString(1, gtids);
+                ps.setString(2, gtids);
+                try (var rs = ps.executeQuery()) {
+                    rs.next();
+                    String notExecuted = rs.getString(1).replace("\n", "");
+                    String purgedUnread = rs.getString(2).replace("\n", "");
+                    if (!notExecuted.isBlank()) {
+                        return Optional.of(Optional.of(new Drift("router " + name + "'s stored GTID set names transactions this server "
+                                + "has not executed (" + notExecuted + "): " + anotherHistory, forget)));
+                    }
+                    if (!purgedUnread.isBlank()) {
+                        return Optional.of(Optional.of(new Drift("the server has purged transactions router " + name + " has not read ("
+                                + purgedUnread + "): binlog retention passed while the router was stopped or behind, or this is a "
+                                + "promoted replica that did not log what it applied (log_replica_updates = OFF)",
+                                fromNow + "after its stored GTID set" + replay)));
+                    }
+                    return Optional.of(Optional.empty());
+                }
+            }
+        }
     }
 
     /** Also forgets the schema history, which belongs to the forgotten position; the next start reads the tables' shapes again. */
@@ -366,6 +436,15 @@ final class BinlogSource implements Source {
     @Override
     public String shortLockWait() {
         return "SET SESSION innodb_lock_wait_timeout = 3";
+    }
+
+    private static String storedGtids(StoredPosition stored) {
+        try {
+            var gtids = JSON.readTree(stored.value()).path("gtids");
+            return gtids.isTextual() ? gtids.asText() : null;
+        } catch (IOException e) {
+            return null;
+        }
     }
 
     private static String storedFile(StoredPosition stored) {

@@ -30,7 +30,7 @@ public final class JdbcSchemaHistory extends AbstractSchemaHistory {
     @Override
     public void configure(Configuration config, HistoryRecordComparator comparator, SchemaHistoryListener listener,
                           boolean useCatalogBeforeSchema) {
-        super.configure(config, comparator, listener, useCatalogBeforeSchema);
+        super.configure(config, MariaDbGtidOrder.around(comparator), listener, useCatalogBeforeSchema);
         settings = OffsetTableSettings.fromProperties(OffsetTableSettings.SCHEMA_HISTORY_PREFIX, config.asMap());
     }
 

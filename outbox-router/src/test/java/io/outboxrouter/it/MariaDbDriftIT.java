@@ -140,4 +140,61 @@ class MariaDbDriftIT {
                     .allSatisfy(r -> assertThat(r.header("replayed")).isEqualTo("true"));
         }
     }
+
+    /**
+     * The connector resumes by GTID, so the GTIDs decide: a stored GTID past the server's newest in its domain, or one the
+     * server logged under another server's transaction, comes from another history (after a failover to a replica that
+     * missed it, say) and is refused with what accepting it does.
+     */
+    @Test
+    void aStoredGtidThisServersBinlogDoesNotHoldIsRefusedAsAnotherHistory() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("gtid"));
+        String topics = OutboxContract.unique("gtid");
+        var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("gtid-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing: { topic: \"" + topics + ".${aggregatetype}\" }\n"
+                + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\nhttp: { enabled: false }\n", Map.of());
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
+            var first = TestEvent.of("Order", "o-1", 1);
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, first);
+                c.commit();
+                kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> storedPosition(db, config.name()).contains("gtids"));
+            }
+            String newest;
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT @@GLOBAL.gtid_binlog_pos")) {
+                rs.next();
+                newest = rs.getString(1);
+            }
+            String[] parts = newest.split("-");
+            String ahead = parts[0] + "-" + parts[1] + "-" + (Long.parseLong(parts[2]) + 1_000_000);
+            setStoredGtids(db, config.name(), ahead);
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("stored GTID " + ahead + " is ahead of this server's binlog")
+                    .hasMessageContaining("another history").hasMessageContaining("--accept-gap");
+            setStoredGtids(db, config.name(), parts[0] + "-4242-1");
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("stored GTID " + parts[0] + "-4242-1 is not in this server's binlog")
+                    .hasMessageContaining("it has no transaction of server 4242");
+
+            var after = TestEvent.of("Order", "o-1", 2);
+            try (var router = Router.start(config, true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, after);
+                c.commit();
+                kafka.awaitIds(Set.of(after.id()), Duration.ofSeconds(60));
+            }
+        }
+    }
+
+    static void setStoredGtids(BinlogOutbox db, String router, String gtids) throws Exception {
+        try (var c = db.connect(); var ps = c.prepareStatement("UPDATE outbox_router_offsets SET offset_value = "
+                + "JSON_SET(offset_value, '$.gtids', ?) WHERE router_name = ? AND offset_key LIKE '[%'")) {
+            ps.setString(1, gtids);
+            ps.setString(2, router);
+            assertThat(ps.executeUpdate()).isEqualTo(1);
+            c.commit();
+        }
+    }
 }

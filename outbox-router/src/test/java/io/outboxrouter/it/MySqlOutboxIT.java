@@ -1,6 +1,7 @@
 package io.outboxrouter.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.outboxrouter.app.Router;
 import io.outboxrouter.config.RouterConfigLoader;
@@ -118,6 +119,42 @@ class MySqlOutboxIT extends OutboxContract {
             c.commit();
             kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> router.metrics().lastOffsetStored() != null);
+        }
+    }
+
+    /**
+     * After a failover to a replica that missed transactions the router had read, its stored GTID set names transactions
+     * the server never executed: refused as another history (before, the file check would have called it binlog retention
+     * or passed on a file of the same name).
+     */
+    @Test
+    void aStoredGtidSetThisServerHasNotExecutedIsRefusedAsAnotherHistory() throws Exception {
+        var db = new BinlogOutbox(server(), unique("gtid"));
+        String topics = unique("gtid");
+        var config = RouterConfigLoader.parse(configYaml(db, unique("gtid-router").replace('_', '-'), topics, 0), Map.of());
+        String stored;
+        try (var router = Router.start(config); var kafka = new KafkaEvents(kafka(), topics + "\\..*"); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var event = TestEvent.of("Order", "o-1", 1);
+            db.insert(c, event);
+            c.commit();
+            kafka.awaitIds(Set.of(event.id()), Duration.ofSeconds(60));
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> router.metrics().lastOffsetStored() != null);
+        }
+        try (var c = db.connect(); var st = c.createStatement(); var rs = st.executeQuery("SELECT JSON_UNQUOTE(JSON_EXTRACT(offset_value, "
+                + "'$.gtids')) FROM outbox_router_offsets WHERE router_name = '" + config.name() + "' AND offset_key LIKE '[%'")) {
+            assertThat(rs.next()).isTrue();
+            stored = rs.getString(1);
+        }
+        assertThat(stored).as("the MySQL here runs with GTIDs").isNotBlank();
+        String missed = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5";
+        MariaDbDriftIT.setStoredGtids(db, config.name(), stored + "," + missed);
+        assertThatThrownBy(() -> Router.start(config)).isInstanceOf(io.outboxrouter.cdc.SourceSetupException.class)
+                .hasMessageContaining("stored GTID set names transactions this server has not executed (" + missed + ")")
+                .hasMessageContaining("another history").hasMessageContaining("--accept-gap");
+        MariaDbDriftIT.setStoredGtids(db, config.name(), stored);
+        try (var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
         }
     }
 }

@@ -6,16 +6,11 @@ import io.outboxrouter.app.Router;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.testing.PostgresServer;
 import io.outboxrouter.testing.TcpProxy;
-import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -51,7 +46,9 @@ class PostgresFailoverIT {
                     var written = Collections.synchronizedList(new ArrayList<TestEvent>());
                     var stop = new AtomicBoolean();
                     var load = Executors.newSingleThreadExecutor();
-                    var writer = load.submit(() -> write(url, written, stop));
+                    var writer = load.submit(() -> new FailoverWriter(url, PostgresServer.USER, PostgresServer.PASSWORD,
+                            "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
+                            "SELECT 1 FROM public.outbox WHERE id = ?::uuid").write(written, stop));
                     try {
                         // The standby holds a copy of the slot once its slot sync worker has made one it can decode from, which
                         // needs a record of the running transactions after the slot's start: the primary logs one every 15 s,
@@ -101,89 +98,6 @@ class PostgresFailoverIT {
             ps.setString(1, slot);
             try (var rs = ps.executeQuery()) {
                 return rs.next();
-            }
-        }
-    }
-
-    /**
-     * Single-row transactions through the moving address, as an application writes them. A commit whose outcome the
-     * failover hid (the connection broke) is looked up on the new primary: an event counts as written only once it is
-     * known committed, so that each aggregate's sequence has no gap.
-     */
-    private static Void write(String url, List<TestEvent> written, AtomicBoolean stop) throws InterruptedException {
-        var seq = new HashMap<String, Integer>();
-        Connection c = null;
-        int n = 0;
-        TestEvent pending = null;
-        while (!stop.get()) {
-            try {
-                if (c == null) {
-                    c = DriverManager.getConnection(url, PostgresServer.USER, PostgresServer.PASSWORD);
-                    c.setAutoCommit(false);
-                }
-                if (pending != null) {
-                    if (exists(c, pending.id())) {
-                        written.add(pending);
-                        seq.merge(pending.aggregateId(), 1, Integer::sum);
-                    }
-                    pending = null;
-                }
-                String aggregate = "acct-" + (n++ % 20);
-                var e = TestEvent.of("Account", aggregate, seq.getOrDefault(aggregate, 0) + 1);
-                pending = e;
-                try (var ps = c.prepareStatement("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) "
-                        + "VALUES (?::uuid, ?, ?, ?, ?::jsonb)")) {
-                    ps.setString(1, e.id().toString());
-                    ps.setString(2, e.aggregateType());
-                    ps.setString(3, e.aggregateId());
-                    ps.setString(4, e.type());
-                    ps.setString(5, e.payload());
-                    ps.executeUpdate();
-                }
-                c.commit();
-                pending = null;
-                written.add(e);
-                seq.merge(aggregate, 1, Integer::sum);
-                Thread.sleep(5);
-            } catch (SQLException broken) {
-                if (c != null) {
-                    try {
-                        c.close();
-                    } catch (SQLException ignored) {
-                        // gone with the server
-                    }
-                }
-                c = null;
-                Thread.sleep(200);
-            }
-        }
-        if (pending != null) { // a commit whose outcome is unknown when the writing stops: looked up once more
-            try (var last = DriverManager.getConnection(url, PostgresServer.USER, PostgresServer.PASSWORD)) {
-                last.setAutoCommit(false);
-                if (exists(last, pending.id())) {
-                    written.add(pending);
-                }
-            } catch (SQLException e) {
-                throw new IllegalStateException("cannot tell whether the last event was committed", e);
-            }
-        }
-        if (c != null) {
-            try {
-                c.close();
-            } catch (SQLException ignored) {
-                // done
-            }
-        }
-        return null;
-    }
-
-    private static boolean exists(Connection c, UUID id) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT 1 FROM public.outbox WHERE id = ?::uuid")) {
-            ps.setString(1, id.toString());
-            try (var rs = ps.executeQuery()) {
-                boolean found = rs.next();
-                c.commit();
-                return found;
             }
         }
     }

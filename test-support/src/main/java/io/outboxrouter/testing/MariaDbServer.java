@@ -34,6 +34,80 @@ public final class MariaDbServer implements DatabaseServer {
     }
 
     public static MariaDbServer start() {
+        return start(1);
+    }
+
+    /**
+     * A replica of this server, replicating by GTID ({@code MASTER_USE_GTID=slave_pos}) with its own binlog of what it
+     * applies ({@code log_slave_updates}), semi-synchronous: a commit the primary acknowledged has reached the replica.
+     */
+    public MariaDbServer startReplica() {
+        var replica = start(2);
+        try (var p = connect("mysql"); var st = p.createStatement()) {
+            st.execute("SET GLOBAL rpl_semi_sync_master_enabled = ON");
+            st.execute("SET GLOBAL rpl_semi_sync_master_timeout = 10000");
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not make the MariaDB on port " + port + " a semi-synchronous primary", e);
+        }
+        try (var r = replica.connect("mysql"); var st = r.createStatement()) {
+            st.execute("SET GLOBAL rpl_semi_sync_slave_enabled = ON");
+            st.execute("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = " + port + ", MASTER_USER = '" + USER
+                    + "', MASTER_PASSWORD = '" + PASSWORD + "', MASTER_USE_GTID = slave_pos, MASTER_SSL = 0, MASTER_SSL_VERIFY_SERVER_CERT = 0");
+            st.execute("START SLAVE");
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not make the MariaDB on port " + replica.port + " a replica", e);
+        }
+        return replica;
+    }
+
+    /** Promotes this replica: applies what it received, stops replicating and takes writes. */
+    public void promote() {
+        try (var c = connect("mysql"); var st = c.createStatement()) {
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(60).toNanos();
+            while (System.nanoTime() < deadline) {
+                try (var rs = st.executeQuery("SHOW SLAVE STATUS")) {
+                    if (!rs.next() || rs.getLong("Read_Master_Log_Pos") == rs.getLong("Exec_Master_Log_Pos")
+                            && rs.getString("Relay_Master_Log_File").equals(rs.getString("Master_Log_File"))) {
+                        break;
+                    }
+                }
+                Thread.sleep(50);
+            }
+            st.execute("STOP SLAVE");
+            st.execute("RESET SLAVE ALL");
+            st.execute("SET GLOBAL read_only = OFF");
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not promote the MariaDB replica on port " + port, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Ends the server as a crash would (SIGKILL), keeping its data. */
+    public void kill() {
+        try {
+            String pidFile;
+            try (var c = connect("mysql"); var st = c.createStatement(); var rs = st.executeQuery("SELECT @@GLOBAL.pid_file")) {
+                rs.next();
+                pidFile = rs.getString(1);
+            }
+            Path path = Path.of(pidFile).isAbsolute() ? Path.of(pidFile) : baseDir.resolve("data").resolve(pidFile);
+            long pid = Long.parseLong(Files.readString(path).trim());
+            ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
+            while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+        } catch (SQLException | IOException e) {
+            throw new IllegalStateException("could not kill the MariaDB on port " + port, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static MariaDbServer start(int serverId) {
         try {
             int port = PostgresServer.freePort();
             Path base = Files.createTempDirectory("outbox-router-mariadb");
@@ -47,7 +121,8 @@ public final class MariaDbServer implements DatabaseServer {
                     .addArg("--log-bin=mariadb-bin")
                     .addArg("--binlog-format=ROW")
                     .addArg("--binlog-row-image=FULL")
-                    .addArg("--server-id=1")
+                    .addArg("--server-id=" + serverId)
+                    .addArg("--log-slave-updates=ON")
                     .addArg("--max-connections=300")
                     .build();
             var db = DB.newEmbeddedDB(config);
