@@ -48,12 +48,25 @@ public final class Replay {
      * transaction {@code fromXid} or a later one, the range a stop of the router names.
      */
     public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-            List<String> orderBy, Long fromXid) {
+            List<String> orderBy, Long fromXid, Recovery recovery) {
+
+        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
+                      List<String> orderBy, Long fromXid) {
+            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid, null);
+        }
 
         public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
                       List<String> orderBy) {
-            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, null);
+            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, null, null);
         }
+    }
+
+    /**
+     * Postgres: the rows committed after the router's last published transaction ({@code committedAt}, by
+     * track_commit_timestamp; that transaction itself excluded), as an exported snapshot sees them (null: as now). The
+     * snapshot is a new slot's: what it does not see, the slot streams.
+     */
+    public record Recovery(Instant committedAt, long publishedXid, String snapshot) {
     }
 
     /** How one table's rows are ordered: the SQL, and the same for the operator. */
@@ -136,6 +149,12 @@ public final class Replay {
             var connection = config.source().connection();
             try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
                 c.setAutoCommit(false); // a Postgres cursor streams only inside a transaction
+                if (filter.recovery() != null && filter.recovery().snapshot() != null) {
+                    try (var st = c.createStatement()) {
+                        st.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+                        st.execute("SET TRANSACTION SNAPSHOT '" + filter.recovery().snapshot().replace("'", "''") + "'");
+                    }
+                }
                 try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter), timeOf(c, filter)))) {
                     ps.setFetchSize(CHUNK);
                     bind(ps, filter);
@@ -222,6 +241,10 @@ public final class Replay {
         if (f.id() != null) {
             where.add(source.asText(cols.id()) + " = ?");
         }
+        if (f.recovery() != null) {
+            where.add("pg_xact_commit_timestamp(xmin) >= ?"); // checked on by the caller
+            where.add("NOT (xmin = CAST(? AS xid))");
+        }
         if (f.fromXid() != null) {
             // xmin is the 32-bit id of the row's writer: compared by age, which holds within two billion transactions; a
             // frozen row's age is the largest there is, so it counts as older.
@@ -243,6 +266,10 @@ public final class Replay {
             if (value != null) {
                 ps.setString(i++, value);
             }
+        }
+        if (f.recovery() != null) {
+            ps.setTimestamp(i++, Timestamp.from(f.recovery().committedAt()));
+            ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
         }
         if (f.fromXid() != null) {
             ps.setString(i, Long.toString(f.fromXid() & 0xFFFFFFFFL));

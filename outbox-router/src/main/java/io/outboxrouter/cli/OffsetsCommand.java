@@ -2,6 +2,8 @@ package io.outboxrouter.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.outboxrouter.app.Replay;
+import io.outboxrouter.cdc.SlotRecovery;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.OffsetsTopic;
@@ -20,10 +22,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** {@code offsets show|set|reset}: the stored source position of one router. */
+/** {@code offsets show|set|reset|recover}: the stored source position of one router. */
 @Command(name = "offsets", mixinStandardHelpOptions = true,
-        description = "Shows, sets or resets the router's stored source position (set and reset refuse while the router runs).",
-        subcommands = {OffsetsCommand.Show.class, OffsetsCommand.Set.class, OffsetsCommand.Reset.class})
+        description = "Shows, sets, resets or recovers the router's stored source position (all but show refuse while the router runs).",
+        subcommands = {OffsetsCommand.Show.class, OffsetsCommand.Set.class, OffsetsCommand.Reset.class, OffsetsCommand.Recover.class})
 final class OffsetsCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -179,6 +181,111 @@ final class OffsetsCommand {
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));
                 return 0;
+            }
+        }
+    }
+
+    @Command(name = "recover", mixinStandardHelpOptions = true,
+            description = {"Postgres: after the router's replication slot was lost while a position is stored (a failover to a "
+                    + "standby that kept no copy of it, or a slot dropped while the router was stopped), publishes again the "
+                    + "outbox rows committed since its last published transaction, creates the slot where they end, and stores "
+                    + "that position: the next start streams from there, with nothing in between lost.",
+                    "Needs track_commit_timestamp = on since before that transaction. Rows deleted since they were written "
+                            + "(outbox.retention, a service that deletes its rows) and logical decoding messages cannot be "
+                            + "published again. --dry-run prints the range and the rows; it changes nothing."})
+    static final class Recover implements Callable<Integer> {
+        private static final int LISTED = 50;
+
+        @Mixin
+        ConfigOption config;
+
+        @Option(names = "--dry-run", description = "Print what would be published; change nothing.")
+        boolean dryRun;
+
+        @Override
+        public Integer call() throws Exception {
+            var c = config.loadOrReport();
+            if (c == null) {
+                return Main.EXIT_USAGE;
+            }
+            if (c.source().kind().isBinlog()) {
+                System.err.println("outbox-router: MySQL and MariaDB need no recovery after a failover: a replica that logs what it "
+                        + "applies resumes the router by GTID (docs/failover.md); to move the position, use `offsets set`");
+                return Main.EXIT_USAGE;
+            }
+            if (c.source().tables().isEmpty()) {
+                System.err.println("outbox-router: router " + c.name() + " reads logical decoding messages only, which leave no rows to "
+                        + "publish again: `run --accept-gap` starts from a new slot, and the messages in between are lost");
+                return Main.EXIT_USAGE;
+            }
+            if (c.source().postgres().shards() > 1) {
+                System.err.println("outbox-router: router " + c.name() + " is sharded: recover each shard's slot is not supported yet; "
+                        + "`run --accept-gap`, then `replay --since` the stored positions' time (`offsets show`)");
+                return Main.EXIT_USAGE;
+            }
+            var lock = lockOrReport(c);
+            if (lock == null) {
+                return Main.EXIT_FAILED;
+            }
+            try (lock; var table = open(c)) {
+                table.createIfMissing();
+                SlotRecovery.Plan plan;
+                try {
+                    plan = SlotRecovery.plan(c, table.read(c.name()));
+                } catch (IllegalStateException e) {
+                    System.err.println("outbox-router: " + e.getMessage());
+                    return Main.EXIT_FAILED;
+                }
+                var replay = new Replay(c);
+                var filter = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
+                        new Replay.Recovery(plan.committedAt(), plan.publishedXid(), null));
+                System.out.println("router " + c.name() + ": replication slot " + plan.slot() + " does not exist; the last transaction "
+                        + "it published" + (plan.publishedXid() < 0 ? "" : ", " + plan.publishedXid() + ",") + " committed at "
+                        + plan.committedAt() + " (stored position " + plan.storedLsn() + ").");
+                for (String t : c.source().tables()) {
+                    System.out.println("  " + t + ": the rows committed since then, " + replay.order(t, filter).description());
+                }
+                System.out.println("Not covered: rows deleted since they were written (outbox.retention, or a service that deletes "
+                        + "its outbox rows after inserting them).");
+                java.util.function.Consumer<String> rejected = reason -> System.err.println("outbox-router: not routable: " + reason);
+                if (dryRun) {
+                    var listed = new java.util.concurrent.atomic.AtomicInteger();
+                    var result = replay.run(Optional.empty(), r -> {
+                        if (listed.getAndIncrement() < LISTED) {
+                            System.out.println("  " + ReplayCommand.header(r, "id") + "  " + r.topic() + "  " + ReplayCommand.header(r, "type"));
+                        }
+                    }, rejected, filter);
+                    System.out.println(result.published() + " row(s) committed since then would be published again"
+                            + (result.published() > LISTED ? " (first " + LISTED + " listed)" : "") + ", and slot " + plan.slot()
+                            + " created where they end. Nothing was changed (--dry-run).");
+                    return 0;
+                }
+                table.nextFence(c.name()); // a process that held the router before cannot write over what follows
+                Replay.Result result;
+                Map<String, String> entries;
+                try (var slot = SlotRecovery.create(c)) {
+                    var inSnapshot = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
+                            new Replay.Recovery(plan.committedAt(), plan.publishedXid(), slot.snapshot()));
+                    try (var sink = ReplayCommand.sink(c)) {
+                        result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot);
+                    } catch (Exception e) {
+                        slot.drop();
+                        System.err.println("outbox-router: the recovery stopped, and slot " + plan.slot() + " was dropped again, so that it "
+                                + "can be run once more (events sent before the stop may be published twice): " + e.getMessage());
+                        return Main.EXIT_FAILED;
+                    }
+                    entries = slot.offsets(plan);
+                    System.out.println("Created slot " + plan.slot() + " at " + slot.consistentPoint() + ".");
+                }
+                writeCommitted(c, entries);
+                var withAuthority = new LinkedHashMap<>(entries);
+                withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE);
+                withAuthority.put(OffsetTable.GAP_KEY, null);
+                table.write(c.name(), withAuthority);
+                System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
+                        + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed (see above)" : "")
+                        + ". The next start streams from the new slot.");
+                return result.rejected() > 0 ? Main.EXIT_FAILED : 0;
             }
         }
     }

@@ -135,15 +135,7 @@ final class ReplayCommand implements Callable<Integer> {
             return 0;
         }
         Replay.Result result;
-        // Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so that read_committed
-        // consumers see a chunk whole or not at all, and a second replay of the same router fences a first still running.
-        try (EventSink sink = c.kafka().exactlyOnce()
-                ? new TransactionalPublisher(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay",
-                        Duration.ofMillis(200), RouterListener.NONE)
-                : new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE)) {
-            if (sink instanceof TransactionalPublisher transactional) {
-                transactional.activate();
-            }
+        try (EventSink sink = sink(c)) {
             result = replay.run(Optional.of(sink), r -> { }, rejected, filter);
         } catch (IllegalStateException e) {
             System.err.println("outbox-router: " + e.getMessage());
@@ -154,13 +146,27 @@ final class ReplayCommand implements Callable<Integer> {
         return result.rejected() > 0 ? Main.EXIT_FAILED : 0;
     }
 
+    /**
+     * The replay's own producer. Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so
+     * that read_committed consumers see a chunk whole or not at all, and a second replay of the same router fences a first.
+     */
+    static EventSink sink(io.outboxrouter.config.RouterConfig c) throws io.outboxrouter.retry.Retry.GaveUpException, InterruptedException {
+        if (!c.kafka().exactlyOnce()) {
+            return new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE);
+        }
+        var transactional = new TransactionalPublisher(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay",
+                Duration.ofMillis(200), RouterListener.NONE);
+        transactional.activate();
+        return transactional;
+    }
+
     private static List<String> concat(String first, List<String> rest) {
         var all = new ArrayList<String>(rest);
         all.add(0, first);
         return all;
     }
 
-    private static String header(ProducerRecord<byte[], byte[]> r, String name) {
+    static String header(ProducerRecord<byte[], byte[]> r, String name) {
         var h = r.headers().lastHeader(name);
         return h == null ? "-" : new String(h.value(), StandardCharsets.UTF_8);
     }

@@ -7,6 +7,8 @@ import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.testing.PostgresServer;
 import io.outboxrouter.testing.TcpProxy;
 import java.sql.SQLException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -16,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A Postgres 17 primary fails over to its standby while the router streams under load. The router reaches the database
@@ -82,6 +85,91 @@ class PostgresFailoverIT {
                     } finally {
                         stop.set(true);
                         load.shutdownNow();
+                    }
+                }
+            }
+        } finally {
+            if (standby != null) {
+                standby.close();
+            }
+        }
+    }
+
+    /**
+     * The same failover to a standby that keeps no copy of the slot (as before Postgres 17): the router refuses to start
+     * from a new slot on its own and names {@code offsets recover}, which publishes the outbox rows committed since its
+     * last published transaction and creates the slot where they end. Then every committed event has reached Kafka, in
+     * order per aggregate.
+     */
+    @Test
+    void withoutACopyOfTheSlotOffsetsRecoverPublishesWhatWasCommittedSince(@TempDir Path dir) throws Exception {
+        PostgresServer standby = null;
+        try (var primary = PostgresServer.start()) {
+            var db = new PostgresOutbox(primary, OutboxContract.unique("recover"));
+            try (var address = TcpProxy.to(primary.port())) {
+                String url = "jdbc:postgresql://127.0.0.1:" + address.port() + "/" + db.database();
+                String topics = OutboxContract.unique("recover");
+                String name = OutboxContract.unique("recover-router").replace('_', '-');
+                String yaml = "name: " + name + "\n" + db.sourceYaml().replace(primary.jdbcUrl(db.database()), url)
+                        + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\nkafka:\n  bootstrap-servers: " + OutboxContract.kafka()
+                        + "\nhttp:\n  enabled: false\n";
+                var file = Files.writeString(dir.resolve("router.yml"), yaml);
+                var config = RouterConfigLoader.load(file, Map.of());
+                var written = Collections.synchronizedList(new ArrayList<TestEvent>());
+                try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+                    try (var router = Router.start(config)) {
+                        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                        standby = primary.startStandby(false);
+                        var copy = standby;
+                        var stop = new AtomicBoolean();
+                        var load = Executors.newSingleThreadExecutor();
+                        var writer = load.submit(() -> new FailoverWriter(url, PostgresServer.USER, PostgresServer.PASSWORD,
+                                "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
+                                "SELECT 1 FROM public.outbox WHERE id = ?::uuid").write(written, stop));
+                        try {
+                            Thread.sleep(3_000);
+                            primary.kill();
+                            int before = written.size();
+                            copy.promote();
+                            address.switchTo(copy.port());
+                            Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> written.size() > before + 200);
+                            stop.set(true);
+                            writer.get();
+                        } finally {
+                            stop.set(true);
+                            load.shutdownNow();
+                        }
+                        String refused;
+                        try {
+                            router.completion().get(120, java.util.concurrent.TimeUnit.SECONDS);
+                            refused = "(ended without an error)";
+                        } catch (java.util.concurrent.ExecutionException e) {
+                            refused = String.valueOf(e.getCause().getMessage());
+                        }
+                        assertThat(refused).contains("replication slot " + config.source().postgres().slot() + " does not exist")
+                                .contains("offsets recover");
+                    }
+                    String dryRun = RouterStops.cli("offsets", "recover", "--config", file.toString(), "--dry-run");
+                    assertThat(dryRun).contains("would be published again").contains("Nothing was changed (--dry-run)");
+                    String recovered = RouterStops.cli("offsets", "recover", "--config", file.toString());
+                    System.out.printf("recover test: %s%n", recovered.replace('\n', ' '));
+                    assertThat(recovered).contains("event(s) published again").contains("Created slot");
+
+                    try (var router = Router.start(config)) {
+                        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                        var after = TestEvent.of("Account", "acct-after", 1);
+                        try (var c = java.sql.DriverManager.getConnection(url, PostgresServer.USER, PostgresServer.PASSWORD)) {
+                            db.insert(c, after);
+                        }
+                        written.add(after);
+                        var ids = new java.util.HashSet<UUID>();
+                        written.forEach(e -> ids.add(e.id()));
+                        kafka.awaitIds(ids, Duration.ofSeconds(120));
+                        var received = kafka.settle(Duration.ofSeconds(1));
+                        System.out.printf("recover test: %d events committed, %d records read, %d duplicates%n", ids.size(),
+                                received.size(), received.size() - kafka.receivedIds().size());
+                        assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(ids);
+                        OutboxContract.assertOrderPerAggregate(received);
                     }
                 }
             }

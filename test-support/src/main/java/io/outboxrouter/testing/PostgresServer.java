@@ -83,6 +83,14 @@ public final class PostgresServer implements DatabaseServer {
      * ({@code synchronized_standby_slots}).
      */
     public PostgresServer startStandby() {
+        return startStandby(true);
+    }
+
+    /**
+     * @param copySlots whether the standby keeps copies of the primary's failover slots; without, a promotion loses every
+     *                  logical slot, as before Postgres 17
+     */
+    public PostgresServer startStandby(boolean copySlots) {
         try {
             var standby = new PostgresServer(Files.createTempDirectory("outbox-router-pg-standby"), freePort());
             String slot = "standby_" + standby.port;
@@ -103,12 +111,14 @@ public final class PostgresServer implements DatabaseServer {
                     primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s dbname=postgres application_name=standby'
                     primary_slot_name = '%s'
                     hot_standby_feedback = on
-                    sync_replication_slots = on
-                    """.formatted(port, USER, PASSWORD, slot));
+                    sync_replication_slots = %s
+                    """.formatted(port, USER, PASSWORD, slot, copySlots ? "on" : "off"));
             standby.startProcess();
             // Only once the standby runs: a primary waiting for a standby that failed to start would hang every commit.
             try (var c = connect("postgres"); var st = c.createStatement()) {
-                st.execute("ALTER SYSTEM SET synchronized_standby_slots = '" + slot + "'");
+                if (copySlots) {
+                    st.execute("ALTER SYSTEM SET synchronized_standby_slots = '" + slot + "'");
+                }
                 st.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby'");
                 st.execute("SELECT pg_reload_conf()");
             }
