@@ -102,6 +102,12 @@ final class PostgresSource implements Source {
         var pg = source.postgres();
         p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
         p.setProperty("database.dbname", source.address().database());
+        if (source.address().multiHost()) {
+            // The connector takes one host: the primary among the URL's, found again at every start (after a failover too).
+            var primary = primaryHost();
+            p.setProperty("database.hostname", primary.host());
+            p.setProperty("database.port", Integer.toString(primary.port()));
+        }
         p.setProperty("plugin.name", "pgoutput");
         p.setProperty("slot.name", pg.slot());
         if (failoverSlots) {
@@ -187,6 +193,29 @@ final class PostgresSource implements Source {
     public Map<String, String> offsetsAt(String position, Map<String, String> stored) {
         throw new IllegalArgumentException("a Postgres replication slot cannot be moved back to an earlier LSN; "
                 + "to publish events again, replay the outbox rows still in the table");
+    }
+
+    /** The first of the URL's hosts that takes writes (not in recovery), as the driver's targetServerType=primary picks it. */
+    private io.outboxrouter.config.JdbcUrl.Host primaryHost() {
+        var address = config.source().address();
+        var tried = new ArrayList<String>();
+        var timeouts = new Properties();
+        timeouts.setProperty("connectTimeout", "10");
+        timeouts.setProperty("socketTimeout", "30");
+        for (var host : address.hosts()) {
+            var one = new io.outboxrouter.config.JdbcConnection(address.withOnly(host), config.source().connection().user(),
+                    config.source().connection().password());
+            try (var c = one.open(timeouts); var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_is_in_recovery()")) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    return host;
+                }
+                tried.add(host + " is a standby");
+            } catch (SQLException e) {
+                tried.add(host + ": " + e.getMessage());
+            }
+        }
+        throw new SourceSetupException("none of the hosts of source.url is a primary (" + String.join("; ", tried) + ")");
     }
 
     @Override

@@ -15,7 +15,9 @@ public final class ConfigReference {
     static final List<Entry> ENTRIES = List.of(
             new Entry("name", "required", "router name, `[a-z0-9][a-z0-9_-]*`: names the offset rows, the default slot and publication, the engine"),
             new Entry("source.kind", "`postgres`", "`postgres`, `mariadb` or `mysql`"),
-            new Entry("source.url", "required", "`jdbc:postgresql://host:5432/db`, `jdbc:mariadb://host:3306/db` or `jdbc:mysql://host:3306/db`"),
+            new Entry("source.url", "required", "`jdbc:postgresql://host:5432/db`, `jdbc:mariadb://host:3306/db` or `jdbc:mysql://host:3306/db`. "
+                    + "Postgres may name several hosts (`jdbc:postgresql://a:5432,b:5432/db`): the router uses the primary among them, "
+                    + "found again at every start (`targetServerType=primary` is added)"),
             new Entry("source.user", "required", "Postgres: a role with `REPLICATION LOGIN` and `SELECT` on the outbox tables; "
                     + "MySQL/MariaDB: a user with `SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT`"),
             new Entry("source.password", "empty", "its password (`${VAR}` reads the environment)"),

@@ -204,6 +204,19 @@ public final class RouterConfigLoader {
             if (address == null) {
                 n.problem(n.key("url"), "must look like " + example + " for source.kind " + ConfigNode.lower(kind)
                         + " (was \"" + url + "\")");
+            } else if (address.multiHost() && kind.isBinlog()) {
+                n.problem(n.key("url"), "names " + address.hosts().size() + " hosts; a " + ConfigNode.lower(kind) + " source takes one: "
+                        + "give the address that moves to the primary in a failover (docs/failover.md) (was \"" + url + "\")");
+            } else if (address.multiHost()) {
+                // The router writes (its lock, its offsets) and reads its slot on the primary: of several hosts, that one.
+                var target = address.parameter("targetServerType");
+                if (target.isEmpty()) {
+                    url = url + (url.contains("?") ? "&" : "?") + "targetServerType=primary";
+                    address = JdbcUrl.parse(url).orElseThrow();
+                } else if (!target.get().equalsIgnoreCase("primary") && !target.get().equalsIgnoreCase("master")) {
+                    n.problem(n.key("url"), "names several hosts with targetServerType=" + target.get() + "; the router reads its slot "
+                            + "and writes its offsets on the primary: use targetServerType=primary, or leave it out (was \"" + url + "\")");
+                }
             }
         }
         String user = n.requiredString("user", kind.isBinlog()

@@ -57,6 +57,30 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void aPostgresUrlMayNameSeveralHostsAndReachesThePrimaryAmongThem() {
+        var c = RouterConfigLoader.parse(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:postgresql://db-a,db-b:5434/app?ssl=false"), Map.of());
+        assertThat(c.source().address().hosts()).containsExactly(new JdbcUrl.Host("db-a", 5432), new JdbcUrl.Host("db-b", 5434));
+        assertThat(c.source().connection().url()).isEqualTo("jdbc:postgresql://db-a,db-b:5434/app?ssl=false&targetServerType=primary");
+        var given = RouterConfigLoader.parse(MINIMAL.replace("jdbc:postgresql://db:5433/app",
+                "jdbc:postgresql://db-a:5433,db-b:5433/app?targetServerType=primary"), Map.of());
+        assertThat(given.source().connection().url()).isEqualTo("jdbc:postgresql://db-a:5433,db-b:5433/app?targetServerType=primary");
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).source().connection().url()).isEqualTo("jdbc:postgresql://db:5433/app");
+        var two = JdbcUrl.parse("jdbc:postgresql://a:5433,b/app?ssl=false&targetServerType=primary&connectTimeout=5").orElseThrow();
+        assertThat(two.withOnly(two.hosts().get(1))).isEqualTo("jdbc:postgresql://b:5432/app?ssl=false&connectTimeout=5");
+        assertThat(JdbcUrl.parse("jdbc:postgresql://a,b/app?targetServerType=primary").orElseThrow().withOnly(new JdbcUrl.Host("a", 5432)))
+                .isEqualTo("jdbc:postgresql://a:5432/app");
+        assertThat(JdbcUrl.parse("jdbc:postgresql://[::1]:5433,db/app").orElseThrow().hosts())
+                .containsExactly(new JdbcUrl.Host("[::1]", 5433), new JdbcUrl.Host("db", 5432));
+
+        assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:postgresql://a,b/app?targetServerType=preferSecondary")))
+                .singleElement().asString().startsWith("source.url: names several hosts with targetServerType=preferSecondary; the "
+                        + "router reads its slot and writes its offsets on the primary");
+        assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mariadb://a,b:3306/app")
+                .replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  kind: mariadb\n")))
+                .singleElement().asString().startsWith("source.url: names 2 hosts; a mariadb source takes one");
+    }
+
+    @Test
     void shardsGiveEachShardItsOwnNameSlotAndPublication() {
         var c = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  postgres:\n    shards: 3\n"), Map.of());
         assertThat(c.source().postgres().shards()).isEqualTo(3);

@@ -22,6 +22,14 @@ record FailoverWriter(String url, String user, String password, String insert, S
      * known committed, so that each aggregate's sequence has no gap.
      */
     Void write(List<TestEvent> written, AtomicBoolean stop) throws InterruptedException {
+        return write(written, new java.util.ArrayList<>(), stop);
+    }
+
+    /**
+     * @param lost events whose commit the failover hid and the new primary does not have: the former primary may have
+     *             committed them locally (and a reader of its log may have seen them) before its standby received them
+     */
+    Void write(List<TestEvent> written, List<TestEvent> lost, AtomicBoolean stop) throws InterruptedException {
         var seq = new HashMap<String, Integer>();
         Connection c = null;
         int n = 0;
@@ -36,6 +44,8 @@ record FailoverWriter(String url, String user, String password, String insert, S
                     if (exists(c, pending.id())) {
                         written.add(pending);
                         seq.merge(pending.aggregateId(), 1, Integer::sum);
+                    } else {
+                        lost.add(pending);
                     }
                     pending = null;
                 }

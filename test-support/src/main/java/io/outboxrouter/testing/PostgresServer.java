@@ -92,7 +92,16 @@ public final class PostgresServer implements DatabaseServer {
      */
     public PostgresServer startStandby(boolean copySlots) {
         try {
-            var standby = new PostgresServer(Files.createTempDirectory("outbox-router-pg-standby"), freePort());
+            return startStandby(copySlots, freePort());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** @param standbyPort the standby's port, known before it starts (for a URL that names both servers) */
+    public PostgresServer startStandby(boolean copySlots, int standbyPort) {
+        try {
+            var standby = new PostgresServer(Files.createTempDirectory("outbox-router-pg-standby"), standbyPort);
             String slot = "standby_" + standby.port;
             try (var c = connect("postgres"); var st = c.createStatement()) {
                 st.execute("SELECT pg_create_physical_replication_slot('" + slot + "', true)");
@@ -239,7 +248,7 @@ public final class PostgresServer implements DatabaseServer {
         }
     }
 
-    static int freePort() throws IOException {
+    public static int freePort() throws IOException {
         try (var s = new ServerSocket(0)) {
             s.setReuseAddress(true);
             return s.getLocalPort();
