@@ -76,6 +76,11 @@ public final class EffectiveConfig {
         }
         routing.put("dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
                 "topic", c.routing().deadLetters().topic()));
+        var cloudEvents = c.routing().cloudEvents();
+        routing.put("envelope", cloudEvents == null ? "none" : "cloudevents");
+        if (cloudEvents != null) {
+            routing.put("cloudevents", map("mode", ConfigNode.lower(cloudEvents.mode()), "source", cloudEvents.source().source()));
+        }
         root.put("routing", routing);
         root.put("delivery", ConfigNode.lower(c.kafka().delivery()));
         var kafka = map("bootstrap-servers", c.kafka().bootstrapServers(), "producer", masked(c.kafka().producer()),

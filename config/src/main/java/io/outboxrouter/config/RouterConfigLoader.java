@@ -384,6 +384,8 @@ public final class RouterConfigLoader {
         return v;
     }
 
+    static final String DEFAULT_CLOUDEVENTS_SOURCE = "/outbox/${aggregatetype}";
+
     private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter) {
         if (eventRouter != null && n.has("topic")) {
             n.problem(n.key("topic"), "is set by routing.event-router's " + EventRouterOptions.ROUTE_REPLACEMENT + " and "
@@ -412,7 +414,39 @@ public final class RouterConfigLoader {
         if (!TopicTemplate.isLegalTopic(dlTopic)) {
             dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
         }
-        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic), eventRouter);
+        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic), eventRouter, cloudEvents(n, outbox, eventRouter));
+    }
+
+    /** {@code routing.envelope} and {@code routing.cloudevents.*}; null when events are not wrapped. */
+    private static RoutingConfig.CloudEvents cloudEvents(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter) {
+        var envelope = n.choice("envelope", RoutingConfig.Envelope.class, RoutingConfig.Envelope.NONE);
+        var ce = n.child("cloudevents");
+        var mode = ce.choice("mode", RoutingConfig.CloudEvents.Mode.class, RoutingConfig.CloudEvents.Mode.BINARY);
+        String text = ce.rawText("source").map(String::trim).filter(s -> !s.isEmpty()).orElse(DEFAULT_CLOUDEVENTS_SOURCE);
+        TopicTemplate source = TopicTemplate.parseText(DEFAULT_CLOUDEVENTS_SOURCE);
+        try {
+            source = TopicTemplate.parseText(text);
+            var known = knownPlaceholders(outbox);
+            for (String p : source.placeholders()) {
+                if (!known.contains(p)) {
+                    ce.problem(ce.key("source"), "unknown placeholder ${" + p + "} in \"" + text + "\"; known: "
+                            + String.join(", ", known.stream().map(k -> "${" + k + "}").toList()));
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            ce.problem(ce.key("source"), e.getMessage() + " (was \"" + text + "\")");
+        }
+        if (envelope == RoutingConfig.Envelope.NONE) {
+            if (ce.has("mode") || ce.has("source")) {
+                ce.problem(ce.key(ce.has("mode") ? "mode" : "source"), "is read only with routing.envelope: cloudevents (set it, or remove this)");
+            }
+            return null;
+        }
+        if (eventRouter != null) {
+            n.problem(n.key("envelope"), "wraps the router's own records; with routing.event-router the records are Debezium's "
+                    + "EventRouter's: remove one of them");
+        }
+        return new RoutingConfig.CloudEvents(mode, source);
     }
 
     /** Placeholders a template may use: the logical field names and every column the config names. */

@@ -5,10 +5,34 @@ package io.outboxrouter.config;
  *
  * @param eventRouter Debezium's EventRouter semantics and Debezium Server's record formats instead of the template; null: off
  */
-public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventRouterMode eventRouter) {
+public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventRouterMode eventRouter, CloudEvents cloudEvents) {
+
+    public RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventRouterMode eventRouter) {
+        this(topic, deadLetters, eventRouter, null);
+    }
 
     public RoutingConfig(TopicTemplate topic, DeadLetters deadLetters) {
-        this(topic, deadLetters, null);
+        this(topic, deadLetters, null, null);
+    }
+
+    /**
+     * Each event as a CloudEvent 1.0 in the Kafka protocol binding ({@code routing.envelope: cloudevents}).
+     *
+     * @param mode   binary (the payload as the value, the attributes as {@code ce_*} headers) or structured (one JSON
+     *               envelope as the value)
+     * @param source the CloudEvents {@code source} attribute, a template of the row's columns
+     */
+    public record CloudEvents(Mode mode, TopicTemplate source) {
+        public enum Mode {
+            BINARY,
+            STRUCTURED
+        }
+    }
+
+    /** How events are wrapped: not at all (the payload as the value), or as CloudEvents. */
+    public enum Envelope {
+        NONE,
+        CLOUDEVENTS
     }
 
     /** What to do with an outbox row that cannot become an event. */

@@ -37,13 +37,22 @@ public final class TopicTemplate {
 
     /** Parses a template, or throws {@link IllegalArgumentException} with a message fit for the user. */
     public static TopicTemplate parse(String source) {
+        return parse(source, true);
+    }
+
+    /** A template of any text (a CloudEvents source URI, say): its literal parts are not held to topic characters. */
+    public static TopicTemplate parseText(String source) {
+        return parse(source, false);
+    }
+
+    private static TopicTemplate parse(String source, boolean topic) {
         var parts = new ArrayList<Part>();
         int i = 0;
         while (i < source.length()) {
             int open = source.indexOf("${", i);
             String literal = open < 0 ? source.substring(i) : source.substring(i, open);
             if (!literal.isEmpty()) {
-                if (!TOPIC_CHARS.matcher(literal).matches()) {
+                if (topic && !TOPIC_CHARS.matcher(literal).matches()) {
                     throw new IllegalArgumentException("may only contain letters, digits, '.', '_', '-' and ${placeholders}");
                 }
                 parts.add(new Literal(literal));

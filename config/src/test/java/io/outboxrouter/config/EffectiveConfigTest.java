@@ -79,7 +79,10 @@ class EffectiveConfigTest {
             "source.kind", "mariadb",
             "source.url", "jdbc:mariadb://db:3307/shop",
             "source.tables", List.of("shop.events"),
-            "source.binlog.server-id", 4242L);
+            "source.binlog.server-id", 4242L,
+            "routing.envelope", "cloudevents",
+            "routing.cloudevents.mode", "structured",
+            "routing.cloudevents.source", "https://shop.example/${aggregatetype}");
     /** Logical decoding messages beside a table: not with shards, so a kind of its own here. */
     private static final Map<String, Object> POSTGRES_MESSAGES = ordered(
             "source.kind", "postgres",

@@ -81,6 +81,24 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void cloudEventsAreOptInWithABinaryDefaultAndASourceTemplate() {
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).routing().cloudEvents()).isNull();
+        var c = RouterConfigLoader.parse(MINIMAL + "routing:\n  envelope: cloudevents\n", Map.of()).routing().cloudEvents();
+        assertThat(c.mode()).isEqualTo(RoutingConfig.CloudEvents.Mode.BINARY);
+        assertThat(c.source().toString()).isEqualTo("/outbox/${aggregatetype}");
+        var structured = RouterConfigLoader.parse(MINIMAL + "routing:\n  envelope: cloudevents\n  cloudevents:\n    mode: structured\n"
+                + "    source: \"https://shop.example/${aggregatetype}\"\n", Map.of()).routing().cloudEvents();
+        assertThat(structured.mode()).isEqualTo(RoutingConfig.CloudEvents.Mode.STRUCTURED);
+        assertThat(structured.source().render(p -> "Order")).contains("https://shop.example/Order");
+
+        assertThat(problems(MINIMAL + "routing:\n  cloudevents:\n    mode: structured\n"))
+                .containsExactly("routing.cloudevents.mode: is read only with routing.envelope: cloudevents (set it, or remove this)");
+        assertThat(problems(MINIMAL + "routing:\n  envelope: cloudevents\n  cloudevents:\n    source: \"/x/${nope}\"\n"))
+                .singleElement().asString().startsWith("routing.cloudevents.source: unknown placeholder ${nope}");
+        assertThat(problems(MINIMAL + "routing:\n  envelope: cloud\n")).singleElement().asString().startsWith("routing.envelope:");
+    }
+
+    @Test
     void shardsGiveEachShardItsOwnNameSlotAndPublication() {
         var c = RouterConfigLoader.parse(MINIMAL.replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  postgres:\n    shards: 3\n"), Map.of());
         assertThat(c.source().postgres().shards()).isEqualTo(3);

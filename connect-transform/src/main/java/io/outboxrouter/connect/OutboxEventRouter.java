@@ -157,8 +157,9 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
             throw new ConfigException(String.join("; ", e.problems()));
         }
         this.routing = config.tables().isEmpty()
-                ? OutboxRouting.anyTable(config.messagePrefix(), config.outbox(), config.routing().topic())
-                : new OutboxRouting(config.tables(), List.of(), config.messagePrefix(), config.outbox(), config.routing().topic());
+                ? OutboxRouting.anyTable(config.messagePrefix(), config.outbox(), config.routing().topic(), config.routing().cloudEvents())
+                : new OutboxRouting(config.tables(), List.of(), config.messagePrefix(), config.outbox(), config.routing().topic(),
+                        config.routing().cloudEvents());
         this.deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         this.policy = config.routing().deadLetters().policy();
     }

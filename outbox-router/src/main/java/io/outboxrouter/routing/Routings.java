@@ -15,7 +15,8 @@ public final class Routings {
         if (mode != null) {
             return new EventRouterRouting(config.source().tables(), otherTables, mode);
         }
-        return new OutboxRouting(config.source().tables(), otherTables, messagePrefix, config.outbox(), config.routing().topic());
+        return new OutboxRouting(config.source().tables(), otherTables, messagePrefix, config.outbox(), config.routing().topic(),
+                config.routing().cloudEvents());
     }
 
     /** For a replay: the outbox tables' rows only. */

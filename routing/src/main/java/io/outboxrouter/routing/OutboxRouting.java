@@ -5,6 +5,7 @@ import static io.outboxrouter.routing.ColumnValues.text;
 
 import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.config.TopicTemplate;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -43,6 +44,7 @@ public final class OutboxRouting implements Routing {
     private final OutboxConfig.PayloadFormat payloadFormat;
     private final Map<String, Boolean> legalTopics = new HashMap<>();
     private final List<String> requiredColumns;
+    private final CloudEventsEnvelope envelope;
     /** The last commit time and its text: the events of one source transaction share it. Engine thread only. */
     private Instant lastCommitTime;
     private byte[] lastCommitTimeText;
@@ -65,19 +67,27 @@ public final class OutboxRouting implements Routing {
      */
     public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, String messagePrefix, OutboxConfig outbox,
                          TopicTemplate topic) {
-        this(outboxTables, otherTables, false, messagePrefix, outbox, topic);
+        this(outboxTables, otherTables, false, messagePrefix, outbox, topic, null);
+    }
+
+    /** @param cloudEvents each event as a CloudEvent ({@code routing.envelope: cloudevents}); null: the payload as it is */
+    public OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, String messagePrefix, OutboxConfig outbox,
+                         TopicTemplate topic, RoutingConfig.CloudEvents cloudEvents) {
+        this(outboxTables, otherTables, false, messagePrefix, outbox, topic, cloudEvents);
     }
 
     /**
      * For the Kafka Connect transformation with no {@code source.tables}: every captured table is an outbox (the connector's
      * {@code table.include.list} says which).
      */
-    public static OutboxRouting anyTable(String messagePrefix, OutboxConfig outbox, TopicTemplate topic) {
-        return new OutboxRouting(Set.of(), Set.of(), true, messagePrefix, outbox, topic);
+    public static OutboxRouting anyTable(String messagePrefix, OutboxConfig outbox, TopicTemplate topic,
+                                         RoutingConfig.CloudEvents cloudEvents) {
+        return new OutboxRouting(Set.of(), Set.of(), true, messagePrefix, outbox, topic, cloudEvents);
     }
 
     private OutboxRouting(Collection<String> outboxTables, Collection<String> otherTables, boolean anyTable, String messagePrefix,
-                          OutboxConfig outbox, TopicTemplate topic) {
+                          OutboxConfig outbox, TopicTemplate topic, RoutingConfig.CloudEvents cloudEvents) {
+        this.envelope = cloudEvents == null ? null : new CloudEventsEnvelope(cloudEvents, outbox.payloadFormat() == OutboxConfig.PayloadFormat.JSON);
         this.anyTable = anyTable;
         this.messagePrefix = messagePrefix;
         this.outboxTables = Set.copyOf(outboxTables);
@@ -188,8 +198,15 @@ public final class OutboxRouting implements Routing {
                         + "(outbox.payload-format: json): " + invalid);
             }
         }
-        return new RoutingResult.Publish(new ProducerRecord<>(rendered.get(), null,
-                aggregateId.getBytes(StandardCharsets.UTF_8), payload == null ? null : bytes(payload), headers));
+        var record = new ProducerRecord<>(rendered.get(), null, aggregateId.getBytes(StandardCharsets.UTF_8),
+                payload == null ? null : bytes(payload), headers);
+        if (envelope == null) {
+            return new RoutingResult.Publish(record);
+        }
+        var wrapped = envelope.wrap(record, id, type, aggregateType, aggregateId, change.commitTime(),
+                placeholder -> text(row.get(columns.column(placeholder))));
+        return wrapped.record() != null ? new RoutingResult.Publish(wrapped.record())
+                : reject(change, "invalid_cloudevent", wrapped.refused());
     }
 
     /** Topic names repeat (one per aggregate type, usually): their legality is checked once. Engine thread only. */
