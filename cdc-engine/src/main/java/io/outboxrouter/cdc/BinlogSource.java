@@ -84,8 +84,9 @@ final class BinlogSource implements Source {
         p.setProperty("heartbeat.interval.ms", Long.toString(BINLOG_HEARTBEAT.toMillis()));
         if (source.kind() == SourceKind.MARIADB) {
             // Its check refuses the former primary's GTIDs on a promoted replica that holds them; drift() checks instead,
-            // before every engine start (the connector's MariaDB errors are not retried inside the engine).
+            // before every engine start. So no error may restart the connector inside the engine, past that check.
             p.setProperty("internal.log.position.check.enable", "false");
+            p.setProperty("errors.max.retries", "0");
         }
     }
 
@@ -264,9 +265,10 @@ final class BinlogSource implements Source {
                 + "; events published from the former primary for transactions this server does not have stay published";
         try (var c = config.source().connection().open()) {
             if (config.source().kind() == SourceKind.MARIADB) {
-                var problem = MariaDbGtids.check(c, gtids);
+                var server = MariaDbGtids.read(c);
+                var problem = server.judgePosition(gtids);
                 if (problem.isEmpty()) {
-                    return Optional.of(Optional.empty());
+                    return Optional.of(recordedElsewhere(server, anotherHistory, forget));
                 }
                 var p = problem.get();
                 return Optional.of(Optional.of(switch (p.reason()) {
@@ -307,6 +309,34 @@ final class BinlogSource implements Source {
                 }
             }
         }
+    }
+
+    /**
+     * A schema history record (a change of an outbox table's shape) read at a GTID this server never logged: read from a
+     * former primary just before a failover to a replica that missed it. Recovered by sequence number within its domain
+     * ({@code MariaDbGtidOrder}), it would give the router a table shape this server's tables never had.
+     */
+    private Optional<Drift> recordedElsewhere(MariaDbGtids.ServerState server, String anotherHistory, String forget) {
+        var history = OffsetTableSettings.schemaHistory(config);
+        for (String record : SchemaHistoryTable.records(history)) {
+            String recorded;
+            try {
+                var gtids = JSON.readTree(record).path("position").path("gtids");
+                recorded = gtids.isTextual() ? gtids.asText() : null;
+            } catch (IOException e) {
+                continue; // Debezium refuses an unreadable record itself
+            }
+            if (recorded == null || recorded.isBlank() || !recorded.matches("[\\d\\s,-]+")) {
+                continue;
+            }
+            var problem = server.judgeRecorded(recorded);
+            if (problem.isPresent()) {
+                return Optional.of(new Drift("router " + config.name() + "'s schema history in " + history.table() + " holds a "
+                        + "change of its tables' shape read at GTID " + problem.get().stored() + ", which this server's binlog does "
+                        + "not hold: " + anotherHistory, forget));
+            }
+        }
+        return Optional.empty();
     }
 
     /** Also forgets the schema history, which belongs to the forgotten position; the next start reads the tables' shapes again. */

@@ -111,8 +111,28 @@ final class MariaDbGtids {
         return Optional.empty();
     }
 
+    /** What a server says of its binlog: the newest GTID of each server per domain, and the oldest kept binlog's start. */
+    record ServerState(List<Gtid> binlogState, List<Gtid> oldestStart) {
+        /** {@link #judge} of a stored position. */
+        Optional<Problem> judgePosition(String stored) {
+            return judge(parseList(stored), binlogState, oldestStart);
+        }
+
+        /**
+         * Whether the server logged a recorded table change: one at a GTID it does not hold comes from another history.
+         * Purged is no matter here: the records before the position are read, not the binlog.
+         */
+        Optional<Problem> judgeRecorded(String recorded) {
+            return judge(parseList(recorded), binlogState, List.of());
+        }
+    }
+
     /** {@link #judge} with what {@code c}'s server says. */
     static Optional<Problem> check(Connection c, String stored) throws SQLException {
+        return read(c).judgePosition(stored);
+    }
+
+    static ServerState read(Connection c) throws SQLException {
         String state;
         String oldest = null;
         try (var st = c.createStatement()) {
@@ -137,6 +157,6 @@ final class MariaDbGtids {
                 }
             }
         }
-        return judge(parseList(stored), parseList(state), parseList(oldestStart));
+        return new ServerState(parseList(state), parseList(oldestStart));
     }
 }

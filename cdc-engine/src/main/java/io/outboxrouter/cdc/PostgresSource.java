@@ -268,7 +268,7 @@ final class PostgresSource implements Source {
                     + (at == null ? " stored a position in " + table + " before" : " stored position " + at + " in " + table)
                     + ": the slot was dropped while the router was stopped, or this server is a replica or a restore without it "
                     + "(a failover to a standby that kept no copy of the slot). Where the server keeps commit times "
-                    + "(track_commit_timestamp = on), `offsets recover` publishes exactly the outbox rows committed since the "
+                    + "(track_commit_timestamp = on), `offsets recover` publishes again the outbox rows committed since the "
                     + "router's last published transaction and creates the slot where they end (--dry-run shows them)",
                     "start from a new slot at the current WAL position " + current + ": the events committed "
                             + (at == null ? "since the router last ran" : "between " + at + " and " + current)

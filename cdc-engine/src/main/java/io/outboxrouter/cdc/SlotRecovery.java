@@ -16,8 +16,9 @@ import java.util.Properties;
  * copy of the slot (before Postgres 17, or without {@code sync_replication_slots}), or a slot dropped while the router
  * was stopped. The router knows its last published transaction; with {@code track_commit_timestamp} the server knows
  * when every later one committed. A new slot is created with an exported snapshot, the outbox rows committed after that
- * transaction and visible in the snapshot are published again, and the stored position moves to the slot's start: what
- * the snapshot does not see, the slot streams. Nothing is left between the two, and nothing is guessed.
+ * transaction (reaching back a little, since commit times follow commit order only roughly) and visible in the snapshot
+ * are published again, and the stored position moves to the slot's start: what the snapshot does not see, the slot
+ * streams. Nothing is left between the two.
  */
 public final class SlotRecovery {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -29,6 +30,10 @@ public final class SlotRecovery {
      * @param offsetKey    the engine's key of the stored position
      */
     public record Plan(String slot, Instant committedAt, long publishedXid, String storedLsn, String offsetKey) {
+        /** The commit times to publish from: commit times follow commit order only roughly, so from a while before. */
+        public Instant since(java.time.Duration reachBack) {
+            return committedAt.minus(reachBack);
+        }
     }
 
     private SlotRecovery() {
@@ -38,7 +43,7 @@ public final class SlotRecovery {
      * What a recovery would publish, read without changing anything.
      *
      * @param stored the engine's stored entries (key to value)
-     * @throws IllegalStateException with the reason when there is nothing to recover or it cannot be done exactly
+     * @throws IllegalStateException with the reason when there is nothing to recover or it cannot be told which rows to publish
      */
     public static Plan plan(RouterConfig config, Map<String, String> stored) throws SQLException {
         String slot = config.source().postgres().slot();
@@ -51,11 +56,17 @@ public final class SlotRecovery {
         long xid;
         long usec;
         String lsn;
+        Long lsnValue = null;
         try {
             var offset = JSON.readTree(entry.getValue());
             xid = offset.path("txId").canConvertToLong() ? offset.path("txId").asLong() : -1;
             usec = offset.path("ts_usec").canConvertToLong() ? offset.path("ts_usec").asLong() : -1;
-            lsn = offset.path("lsn").canConvertToLong() ? PostgresSource.formatLsn(offset.path("lsn").asLong()) : "?";
+            for (String key : new String[] {"lsn", "lsn_proc", "lsn_commit"}) {
+                if (offset.path(key).canConvertToLong() && (lsnValue == null || Long.compareUnsigned(offset.path(key).asLong(), lsnValue) > 0)) {
+                    lsnValue = offset.path(key).asLong();
+                }
+            }
+            lsn = lsnValue == null ? "?" : PostgresSource.formatLsn(lsnValue);
         } catch (IOException e) {
             throw new IllegalStateException("the stored position of router " + config.name() + " is not JSON: " + entry.getValue(), e);
         }
@@ -78,16 +89,42 @@ public final class SlotRecovery {
                             + "position's time (`offsets show`) less your longest transaction");
                 }
             }
-            Instant committedAt = xid < 0 ? null : commitTime(c, xid);
-            if (committedAt == null && usec >= 0 && xid < 0) {
-                committedAt = Instant.ofEpochSecond(usec / 1_000_000, (usec % 1_000_000) * 1_000);
+            String current;
+            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                rs.next();
+                current = rs.getString(1);
+            }
+            String otherHistory = ": the position comes from another history (a standby promoted before it received what the "
+                    + "router had read, or a database restored to an earlier point). The events the router published from the "
+                    + "former primary stay published; for this server's since, `run --accept-gap`, then `replay --since` the time "
+                    + "it took over";
+            if (lsnValue != null && Long.compareUnsigned(lsnValue, PostgresSource.parseLsn(current)) > 0) {
+                throw new IllegalStateException("router " + config.name() + "'s stored position " + lsn + " is ahead of this "
+                        + "server's WAL, which ends at " + current + otherHistory);
+            }
+            Instant storedTime = usec < 0 ? null : Instant.ofEpochSecond(usec / 1_000_000, (usec % 1_000_000) * 1_000);
+            Instant committedAt = storedTime;
+            if (xid >= 0) {
+                committedAt = commitTime(c, xid);
+                if (committedAt == null) {
+                    throw new IllegalStateException("this server keeps no commit time for transaction " + xid + ", the last that "
+                            + "router " + config.name() + " published (stored position " + lsn + "): track_commit_timestamp was "
+                            + "turned on after it, the position is the initial snapshot's (whose transaction does not commit), or "
+                            + "the transaction is not in this server's history. Without that time the range cannot be told: `run "
+                            + "--accept-gap`, then `replay --since` the stored position's time (`offsets show`) less your longest "
+                            + "transaction");
+                }
+                if (storedTime != null && !storedTime.equals(committedAt)) {
+                    // The stored time is that transaction's commit time as the router read it: another transaction under the
+                    // same 32-bit id is another history's.
+                    throw new IllegalStateException("transaction " + xid + " committed at " + committedAt + " on this server, but "
+                            + "router " + config.name() + "'s stored position says its last published transaction " + xid
+                            + " committed at " + storedTime + otherHistory);
+                }
             }
             if (committedAt == null) {
-                throw new IllegalStateException("this server keeps no commit time for transaction " + xid + ", the last that router "
-                        + config.name() + " published (stored position " + lsn + "): track_commit_timestamp was turned on after "
-                        + "it, or the transaction is not in this server's history (a standby promoted before it received it). "
-                        + "Without that time the range cannot be told exactly: `run --accept-gap`, then `replay --since` the "
-                        + "stored position's time (`offsets show`) less your longest transaction");
+                throw new IllegalStateException("router " + config.name() + "'s stored position " + lsn + " names neither a "
+                        + "transaction nor a time: `run --accept-gap`, then `replay --since` a time before it");
             }
             return new Plan(slot, committedAt, xid, lsn, entry.getKey());
         }
@@ -112,11 +149,23 @@ public final class SlotRecovery {
         replication.setProperty("preferQueryMode", "simple");
         replication.setProperty("assumeMinServerVersion", "10");
         String slot = config.source().postgres().slot();
+        int version;
+        long before;
+        try (var c = config.source().connection().open(); var st = c.createStatement();
+             var rs = st.executeQuery("SELECT current_setting('server_version_num')::int, "
+                     + "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
+            rs.next();
+            version = rs.getInt(1);
+            before = rs.getLong(2);
+        }
+        // Postgres 17 keeps a failover slot on a standby with sync_replication_slots; the options syntax is 15's.
+        String options = version >= 170000 ? " (SNAPSHOT 'export', FAILOVER true)" : version >= 150000 ? " (SNAPSHOT 'export')"
+                : " EXPORT_SNAPSHOT";
         Connection r = config.source().connection().open(replication);
         try (var st = r.createStatement();
-             var rs = st.executeQuery("CREATE_REPLICATION_SLOT \"" + slot.replace("\"", "\"\"") + "\" LOGICAL pgoutput EXPORT_SNAPSHOT")) {
+             var rs = st.executeQuery("CREATE_REPLICATION_SLOT \"" + slot.replace("\"", "\"\"") + "\" LOGICAL pgoutput" + options)) {
             rs.next();
-            return new NewSlot(config, r, rs.getString("consistent_point"), rs.getString("snapshot_name"));
+            return new NewSlot(config, r, rs.getString("consistent_point"), rs.getString("snapshot_name"), before);
         } catch (SQLException | RuntimeException e) {
             r.close();
             throw e;
@@ -130,11 +179,15 @@ public final class SlotRecovery {
         private final String consistentPoint;
         private final String snapshot;
 
-        private NewSlot(RouterConfig config, Connection replication, String consistentPoint, String snapshot) {
+        /** The server's clock just before the slot was created: every transaction the slot streams committed after it. */
+        private final long createdAfterMicros;
+
+        private NewSlot(RouterConfig config, Connection replication, String consistentPoint, String snapshot, long createdAfterMicros) {
             this.config = config;
             this.replication = replication;
             this.consistentPoint = consistentPoint;
             this.snapshot = snapshot;
+            this.createdAfterMicros = createdAfterMicros;
         }
 
         /** The exported snapshot's name, for {@code SET TRANSACTION SNAPSHOT}. */
@@ -149,19 +202,28 @@ public final class SlotRecovery {
 
         /** The stored position at the slot's start, under the engine's key. */
         public Map<String, String> offsets(Plan plan) {
-            var value = JSON.createObjectNode().put("lsn", PostgresSource.parseLsn(consistentPoint))
-                    .put("ts_usec", Instant.now().toEpochMilli() * 1_000);
+            // No transaction: a later recovery reaches back from this time, which is before anything the slot streams.
+            var value = JSON.createObjectNode().put("lsn", PostgresSource.parseLsn(consistentPoint)).put("ts_usec", createdAfterMicros);
             var entries = new LinkedHashMap<String, String>();
             entries.put(plan.offsetKey(), value.toString());
             return entries;
         }
 
-        /** Drops the slot again, so that a recovery that failed half way can be run once more. */
-        public void drop() throws SQLException {
-            replication.close();
-            try (var c = config.source().connection().open(); var ps = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
-                ps.setString(1, config.source().postgres().slot());
-                ps.execute();
+        /**
+         * Drops the slot again, so that a recovery that failed half way can be run once more.
+         *
+         * @return empty, or why the slot could not be dropped
+         */
+        public java.util.Optional<String> drop() {
+            try {
+                replication.close();
+                try (var c = config.source().connection().open(); var ps = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
+                    ps.setString(1, config.source().postgres().slot());
+                    ps.execute();
+                }
+                return java.util.Optional.empty();
+            } catch (SQLException e) {
+                return java.util.Optional.of(e.getMessage());
             }
         }
 

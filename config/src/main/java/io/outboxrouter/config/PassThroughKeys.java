@@ -28,6 +28,13 @@ final class PassThroughKeys {
                     + "spell ended; for a heartbeat row set source.postgres.heartbeat-interval",
             "heartbeat.action.query", "is set by the router on Postgres from source.postgres.heartbeat-interval and heartbeat-table "
                     + "(a shard's: its publication carries inserts only)");
+    private static final Map<String, String> MARIADB = Map.of(
+            "internal.log.position.check.enable", "is set by the router on MariaDB: it checks the stored GTIDs itself before "
+                    + "every start, where the connector's check refuses a promoted replica's",
+            "errors.max.retries", "is set by the router on MariaDB: an error ends the engine, and the router checks the stored "
+                    + "position before it starts again",
+            "custom.retriable.exception", "would restart the connector inside the engine, past the router's check of the stored "
+                    + "position");
     private static final Map<String, String> PRODUCER = Map.of(
             "partitioner.class", "would break order per aggregate: records are keyed by aggregate id and partitioned by key",
             "partitioner.ignore.keys", "would break order per aggregate: records are partitioned by their aggregate id key",
@@ -44,6 +51,11 @@ final class PassThroughKeys {
     /** Why a {@code debezium.*} key is refused for a Postgres source, or empty when it may be set. */
     static Optional<String> refusedPostgres(String key) {
         return refused(key, POSTGRES);
+    }
+
+    /** Why a {@code debezium.*} key is refused for a MariaDB source, or empty when it may be set. */
+    static Optional<String> refusedMariaDb(String key) {
+        return refused(key, MARIADB);
     }
 
     /** Why a {@code debezium.*} key is refused for a sharded router, or empty when it may be set. */

@@ -183,6 +183,9 @@ public final class RouterConfigLoader {
         if (source.kind() == SourceKind.POSTGRES) {
             debezium.keySet().forEach(k -> PassThroughKeys.refusedPostgres(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
         }
+        if (source.kind() == SourceKind.MARIADB) {
+            debezium.keySet().forEach(k -> PassThroughKeys.refusedMariaDb(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
+        }
         if (source.postgres().sharded()) {
             debezium.keySet().forEach(k -> PassThroughKeys.refusedSharded(k)
                     .ifPresent(why -> top.problem(top.key("debezium." + k), why + " (source.postgres.shards)")));

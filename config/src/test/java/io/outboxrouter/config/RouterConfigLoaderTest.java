@@ -81,6 +81,17 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void onMariaDbTheKeysThatWouldLetTheConnectorRestartPastThePositionCheckAreRefused() {
+        String mariadb = MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mariadb://db:3306/app")
+                .replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  kind: mariadb\n");
+        assertThat(problems(mariadb + "debezium:\n  errors.max.retries: \"5\"\n  custom.retriable.exception: \".*\"\n"))
+                .anySatisfy(p -> assertThat(p).startsWith("debezium.errors.max.retries: is set by the router on MariaDB"))
+                .anySatisfy(p -> assertThat(p).startsWith("debezium.custom.retriable.exception: would restart the connector"));
+        assertThat(RouterConfigLoader.parse(MINIMAL + "debezium:\n  errors.max.retries: \"5\"\n", Map.of()).debezium())
+                .containsEntry("errors.max.retries", "5");
+    }
+
+    @Test
     void cloudEventsAreOptInWithABinaryDefaultAndASourceTemplate() {
         assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).routing().cloudEvents()).isNull();
         var c = RouterConfigLoader.parse(MINIMAL + "routing:\n  envelope: cloudevents\n", Map.of()).routing().cloudEvents();

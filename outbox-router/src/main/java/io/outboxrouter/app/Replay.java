@@ -5,6 +5,7 @@ import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.retry.Retry;
+import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.Routing;
 import io.outboxrouter.routing.Routings;
 import io.outboxrouter.routing.RoutingResult;
@@ -62,11 +63,12 @@ public final class Replay {
     }
 
     /**
-     * Postgres: the rows committed after the router's last published transaction ({@code committedAt}, by
-     * track_commit_timestamp; that transaction itself excluded), as an exported snapshot sees them (null: as now). The
-     * snapshot is a new slot's: what it does not see, the slot streams.
+     * Postgres: the rows that may have committed after the router's last published transaction: committed since
+     * {@code committedSince} (by track_commit_timestamp, reaching back before that transaction's commit time), or written
+     * by a transaction newer than it ({@code publishedXid}, itself excluded; -1: none known). As an exported snapshot sees
+     * them (null: as now); the snapshot is a new slot's, and what it does not see, the slot streams.
      */
-    public record Recovery(Instant committedAt, long publishedXid, String snapshot) {
+    public record Recovery(Instant committedSince, long publishedXid, String snapshot) {
     }
 
     /** How one table's rows are ordered: the SQL, and the same for the operator. */
@@ -141,6 +143,12 @@ public final class Replay {
      */
     public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, Filter filter)
             throws SQLException, Retry.GaveUpException, InterruptedException {
+        return run(sink, each, rejected, filter, Optional.empty());
+    }
+
+    /** @param deadLetters where a row that cannot be routed goes, in its place among the others; empty: only told */
+    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, Filter filter,
+                      Optional<DeadLetters> deadLetters) throws SQLException, Retry.GaveUpException, InterruptedException {
         String replayedAt = Instant.now().toString();
         long published = 0;
         long refusals = 0;
@@ -176,6 +184,9 @@ public final class Replay {
                             } else if (result instanceof RoutingResult.Reject r) {
                                 refusals++;
                                 rejected.accept("row " + row.get(config.outbox().columns().id()) + " of " + table + ": " + r.reason());
+                                if (deadLetters.isPresent()) {
+                                    chunk.add(deadLetters.get().record(r));
+                                }
                             }
                             if (chunk.size() == CHUNK) {
                                 send(sink, chunk);
@@ -242,8 +253,14 @@ public final class Replay {
             where.add(source.asText(cols.id()) + " = ?");
         }
         if (f.recovery() != null) {
-            where.add("pg_xact_commit_timestamp(xmin) >= ?"); // checked on by the caller
-            where.add("NOT (xmin = CAST(? AS xid))");
+            // Commit times follow commit order only roughly (taken before the commit record is written; a clock may step):
+            // the caller reaches back. A transaction begun after the published one has a newer xid, whatever its clock.
+            if (f.recovery().publishedXid() >= 0) {
+                where.add("(pg_xact_commit_timestamp(xmin) >= ? OR age(xmin) < age(CAST(? AS xid)))");
+                where.add("NOT (xmin = CAST(? AS xid))");
+            } else {
+                where.add("pg_xact_commit_timestamp(xmin) >= ?");
+            }
         }
         if (f.fromXid() != null) {
             // xmin is the 32-bit id of the row's writer: compared by age, which holds within two billion transactions; a
@@ -268,8 +285,11 @@ public final class Replay {
             }
         }
         if (f.recovery() != null) {
-            ps.setTimestamp(i++, Timestamp.from(f.recovery().committedAt()));
-            ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
+            ps.setTimestamp(i++, Timestamp.from(f.recovery().committedSince()));
+            if (f.recovery().publishedXid() >= 0) {
+                ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
+                ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
+            }
         }
         if (f.fromXid() != null) {
             ps.setString(i, Long.toString(f.fromXid() & 0xFFFFFFFFL));

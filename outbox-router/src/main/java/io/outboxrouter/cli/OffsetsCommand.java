@@ -196,11 +196,26 @@ final class OffsetsCommand {
     static final class Recover implements Callable<Integer> {
         private static final int LISTED = 50;
 
+        /** 10s, 2m, 1h: as durations are written in the configuration. */
+        static final class DurationOption implements picocli.CommandLine.ITypeConverter<java.time.Duration> {
+            @Override
+            public java.time.Duration convert(String value) {
+                return io.outboxrouter.config.Durations.parse(value).orElseThrow(() -> new picocli.CommandLine.TypeConversionException(
+                        "must be a duration such as 10s, 2m or 1h (was \"" + value + "\")"));
+            }
+        }
+
         @Mixin
         ConfigOption config;
 
         @Option(names = "--dry-run", description = "Print what would be published; change nothing.")
         boolean dryRun;
+
+        @Option(names = "--reach-back", paramLabel = "DURATION", defaultValue = "10s", converter = Recover.DurationOption.class,
+                description = "Also publish again the rows committed this long before the last published transaction "
+                        + "(default: ${DEFAULT-VALUE}): commit times follow commit order only roughly, and a clock may step. "
+                        + "Transactions begun after it are taken whatever their commit time.")
+        java.time.Duration reachBack;
 
         @Override
         public Integer call() throws Exception {
@@ -237,17 +252,23 @@ final class OffsetsCommand {
                     return Main.EXIT_FAILED;
                 }
                 var replay = new Replay(c);
+                var since = plan.since(reachBack);
                 var filter = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                        new Replay.Recovery(plan.committedAt(), plan.publishedXid(), null));
+                        new Replay.Recovery(since, plan.publishedXid(), null));
                 System.out.println("router " + c.name() + ": replication slot " + plan.slot() + " does not exist; the last transaction "
                         + "it published" + (plan.publishedXid() < 0 ? "" : ", " + plan.publishedXid() + ",") + " committed at "
                         + plan.committedAt() + " (stored position " + plan.storedLsn() + ").");
+                System.out.println("Publishes again the rows committed since " + since + " (--reach-back " + reachBack.toSeconds()
+                        + " s before it)" + (plan.publishedXid() < 0 ? "" : " or written by a transaction begun after it")
+                        + ": those the router had published are sent twice.");
                 for (String t : c.source().tables()) {
-                    System.out.println("  " + t + ": the rows committed since then, " + replay.order(t, filter).description());
+                    System.out.println("  " + t + ": " + replay.order(t, filter).description());
                 }
                 System.out.println("Not covered: rows deleted since they were written (outbox.retention, or a service that deletes "
                         + "its outbox rows after inserting them).");
-                java.util.function.Consumer<String> rejected = reason -> System.err.println("outbox-router: not routable: " + reason);
+                var policy = c.routing().deadLetters().policy();
+                java.util.function.Consumer<String> rejected = reason -> System.err.println("outbox-router: cannot be routed ("
+                        + policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "): " + reason);
                 if (dryRun) {
                     var listed = new java.util.concurrent.atomic.AtomicInteger();
                     var result = replay.run(Optional.empty(), r -> {
@@ -255,23 +276,39 @@ final class OffsetsCommand {
                             System.out.println("  " + ReplayCommand.header(r, "id") + "  " + r.topic() + "  " + ReplayCommand.header(r, "type"));
                         }
                     }, rejected, filter);
-                    System.out.println(result.published() + " row(s) committed since then would be published again"
-                            + (result.published() > LISTED ? " (first " + LISTED + " listed)" : "") + ", and slot " + plan.slot()
+                    System.out.println(result.published() + " row(s) would be published again"
+                            + (result.published() > LISTED ? " (first " + LISTED + " listed)" : "")
+                            + (result.rejected() > 0 ? "; " + result.rejected() + " cannot be routed" : "") + ", and slot " + plan.slot()
                             + " created where they end. Nothing was changed (--dry-run).");
                     return 0;
                 }
                 table.nextFence(c.name()); // a process that held the router before cannot write over what follows
                 Replay.Result result;
                 Map<String, String> entries;
+                // Rows that cannot be routed go where the stream would send them: dead letters, or a stop before anything is stored.
+                var deadLetters = policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.DEAD_LETTER
+                        ? Optional.of(new io.outboxrouter.routing.DeadLetters(c.routing().deadLetters().topic(), c.outbox().columns()))
+                        : Optional.<io.outboxrouter.routing.DeadLetters>empty();
                 try (var slot = SlotRecovery.create(c)) {
                     var inSnapshot = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                            new Replay.Recovery(plan.committedAt(), plan.publishedXid(), slot.snapshot()));
+                            new Replay.Recovery(since, plan.publishedXid(), slot.snapshot()));
+                    String stopped = null;
                     try (var sink = ReplayCommand.sink(c)) {
-                        result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot);
+                        result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot, deadLetters);
+                        if (result.rejected() > 0 && policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.FAIL) {
+                            stopped = result.rejected() + " row(s) cannot be routed, and routing.dead-letters.policy is fail: fix them "
+                                    + "(see above), then run it again";
+                        }
                     } catch (Exception e) {
-                        slot.drop();
-                        System.err.println("outbox-router: the recovery stopped, and slot " + plan.slot() + " was dropped again, so that it "
-                                + "can be run once more (events sent before the stop may be published twice): " + e.getMessage());
+                        result = null;
+                        stopped = String.valueOf(e.getMessage());
+                    }
+                    if (stopped != null) {
+                        var notDropped = slot.drop();
+                        System.err.println("outbox-router: the recovery stopped: " + stopped + ". " + (notDropped.isEmpty()
+                                ? "Slot " + plan.slot() + " was dropped again, so that it can be run once more (events sent before "
+                                + "the stop are then published twice)" : "Slot " + plan.slot() + " could not be dropped (" + notDropped.get()
+                                + "): drop it with SELECT pg_drop_replication_slot('" + plan.slot() + "') before running it again"));
                         return Main.EXIT_FAILED;
                     }
                     entries = slot.offsets(plan);
@@ -283,9 +320,10 @@ final class OffsetsCommand {
                 withAuthority.put(OffsetTable.GAP_KEY, null);
                 table.write(c.name(), withAuthority);
                 System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
-                        + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed (see above)" : "")
-                        + ". The next start streams from the new slot.");
-                return result.rejected() > 0 ? Main.EXIT_FAILED : 0;
+                        + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed ("
+                        + (deadLetters.isPresent() ? "sent to the dead-letter topic" : "skipped, as routing.dead-letters.policy says")
+                        + ")" : "") + ". The next start streams from the new slot.");
+                return 0;
             }
         }
     }

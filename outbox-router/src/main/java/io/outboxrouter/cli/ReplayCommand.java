@@ -156,7 +156,12 @@ final class ReplayCommand implements Callable<Integer> {
         }
         var transactional = new TransactionalPublisher(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay",
                 Duration.ofMillis(200), RouterListener.NONE);
-        transactional.activate();
+        try {
+            transactional.activate();
+        } catch (io.outboxrouter.retry.Retry.GaveUpException | InterruptedException | RuntimeException e) {
+            transactional.close();
+            throw e;
+        }
         return transactional;
     }
 

@@ -177,6 +177,16 @@ class MariaDbDriftIT {
             assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
                     .hasMessageContaining("stored GTID " + parts[0] + "-4242-1 is not in this server's binlog")
                     .hasMessageContaining("it has no transaction of server 4242");
+            // A table shape recorded at a GTID this server never logged (read from a former primary just before a failover).
+            setStoredGtids(db, config.name(), newest);
+            try (var h = db.connect(); var st = h.createStatement()) {
+                assertThat(st.executeUpdate("UPDATE outbox_router_schema_history SET record = JSON_SET(record, '$.position.gtids', '"
+                        + parts[0] + "-4242-2') WHERE router_name = '" + config.name() + "' ORDER BY seq LIMIT 1")).isEqualTo(1);
+                h.commit();
+            }
+            assertThatThrownBy(() -> Router.start(config)).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("schema history in outbox_router_schema_history holds a change of its tables' shape read at "
+                            + "GTID " + parts[0] + "-4242-2");
 
             var after = TestEvent.of("Order", "o-1", 2);
             try (var router = Router.start(config, true)) {
