@@ -107,6 +107,15 @@ public final class TopicTemplate {
         return Optional.of(sb.toString());
     }
 
+    /** The names this template can render: its literal parts as they are, each placeholder any non-empty text. */
+    public Pattern pattern() {
+        var sb = new StringBuilder();
+        for (Part p : parts) {
+            sb.append(p instanceof Literal l ? Pattern.quote(l.text()) : ".+");
+        }
+        return Pattern.compile(sb.toString());
+    }
+
     public static boolean isLegalTopic(String topic) {
         return !topic.isEmpty() && topic.length() <= MAX_TOPIC_LENGTH && !topic.equals(".") && !topic.equals("..")
                 && TOPIC_CHARS.matcher(topic).matches();

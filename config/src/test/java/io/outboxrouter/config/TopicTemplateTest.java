@@ -14,6 +14,16 @@ class TopicTemplateTest {
     }
 
     @Test
+    void itsPatternMatchesWhatItCanRenderAndNothingElse() {
+        var p = TopicTemplate.parse("outbox.${aggregatetype}.v1").pattern();
+        assertThat(p.matcher("outbox.Order.v1").matches()).isTrue();
+        assertThat(p.matcher("outbox.Order.Line.v1").matches()).isTrue();
+        assertThat(p.matcher("outboxXOrderXv1").matches()).as("dots are literal").isFalse();
+        assertThat(p.matcher("outbox..v1").matches()).as("a placeholder is not empty").isFalse();
+        assertThat(TopicTemplate.parse("orders").pattern().matcher("orders").matches()).isTrue();
+    }
+
+    @Test
     void legalTopicNames() {
         assertThat(TopicTemplate.isLegalTopic("outbox.event.Order_1-x")).isTrue();
         assertThat(TopicTemplate.isLegalTopic("outbox.event.Order Line")).isFalse();

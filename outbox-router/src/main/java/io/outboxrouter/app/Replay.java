@@ -234,7 +234,41 @@ public final class Replay {
         }
     }
 
+    /** An outbox row as an audit reads it: which event of which aggregate. */
+    public record RowKey(String table, String id, String aggregateType, String aggregateId) {
+    }
+
+    /** Calls {@code each} for every row that matches, table by table, in the order a replay publishes them; returns how many. */
+    public long forEachRow(Filter filter, Consumer<RowKey> each) throws SQLException {
+        var cols = config.outbox().columns();
+        long rows = 0;
+        for (String table : config.source().tables()) {
+            var connection = config.source().connection();
+            try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
+                c.setAutoCommit(false);
+                String select = source.asText(cols.id()) + ", " + cols.aggregateType() + ", " + cols.aggregateId();
+                try (var ps = c.prepareStatement(sql(select, table, filter, order(c, table, filter), timeOf(c, filter)))) {
+                    ps.setFetchSize(CHUNK * 10);
+                    bind(ps, filter);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            rows++;
+                            each.accept(new RowKey(table, rs.getString(1), rs.getString(2), rs.getString(3)));
+                        }
+                    }
+                } finally {
+                    c.rollback();
+                }
+            }
+        }
+        return rows;
+    }
+
     private String sql(String table, Filter f, Order order, String time) {
+        return sql("*", table, f, order, time);
+    }
+
+    private String sql(String select, String table, Filter f, Order order, String time) {
         var cols = config.outbox().columns();
         var where = new ArrayList<String>();
         if (f.since() != null) {
@@ -267,7 +301,7 @@ public final class Replay {
             // frozen row's age is the largest there is, so it counts as older.
             where.add("age(xmin) <= age(CAST(? AS xid))");
         }
-        return "SELECT * FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
+        return "SELECT " + select + " FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
                 + " ORDER BY " + String.join(", ", order.sql());
     }
 

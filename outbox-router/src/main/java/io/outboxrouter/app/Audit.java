@@ -1,0 +1,188 @@
+package io.outboxrouter.app;
+
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.TopicScan;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+
+/**
+ * Whether every outbox row still in the table reached Kafka, once and in order per aggregate: the rows are read in commit
+ * order, the router's topics and its dead-letter topic from the time of the first row, and matched by event id. Memory
+ * stays bounded on large ranges: the aggregates are split into passes (by a hash of their id), each reading the rows and
+ * the topics again for its share.
+ */
+public final class Audit {
+    /** Rows held at once; more make more passes. */
+    static final long ROWS_PER_PASS = 500_000;
+    /** Missing events kept for the report and a repair; more are counted. */
+    static final int MISSING_KEPT = 100_000;
+    static final int OUT_OF_ORDER_KEPT = 1_000;
+    /** Records are stamped when published, after their commit: read from this long before the first row's time. */
+    static final Duration CLOCK_MARGIN = Duration.ofMinutes(10);
+
+    /** A row with no record in Kafka. */
+    public record Missing(String table, String id, String aggregateType, String aggregateId) {
+    }
+
+    /** Two events of one aggregate that reached a partition in the opposite order of their commits. */
+    public record OutOfOrder(String aggregateType, String aggregateId, String committedFirst, String committedSecond, String partition) {
+    }
+
+    /**
+     * @param published      rows with a record (not counting dead letters and replayed copies)
+     * @param deadLettered   rows that went to the dead-letter topic
+     * @param onlyReplayed   rows whose only records are replayed copies (published again by replay or offsets recover)
+     * @param duplicates     records beyond the first of a row, replayed copies apart
+     * @param replayedCopies replayed copies of rows that have a record of their own
+     * @param missingCount   rows with no record at all; {@code missing} keeps the first {@link #MISSING_KEPT}
+     */
+    public record Report(List<String> topics, int passes, long rows, long records, long published, long deadLettered, long onlyReplayed,
+                         long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
+                         List<OutOfOrder> outOfOrder) {
+        /** Nothing missing, nothing out of order (duplicates are what at-least-once delivery allows). */
+        public boolean clean() {
+            return missingCount == 0 && outOfOrderCount == 0;
+        }
+    }
+
+    private final RouterConfig config;
+    private final Replay rows;
+    private final TopicScan kafka;
+
+    public Audit(RouterConfig config) {
+        this.config = config;
+        this.rows = new Replay(config);
+        this.kafka = new TopicScan(config.kafka());
+    }
+
+    /** The topics the router publishes to (its template, as a pattern) and its dead-letter topic. */
+    public List<String> topics() throws ExecutionException, InterruptedException {
+        var template = config.routing().topic().pattern().pattern();
+        return kafka.topics(Pattern.compile("(" + template + ")|" + Pattern.quote(config.routing().deadLetters().topic())));
+    }
+
+    /**
+     * @param filter   which rows (their time, like replay's --since)
+     * @param progress told after each pass
+     */
+    public Report run(Replay.Filter filter, Consumer<String> progress) throws SQLException, ExecutionException, InterruptedException {
+        var topics = topics();
+        long total = rows.forEachRow(filter, r -> { });
+        int passes = (int) Math.max(1, (total + ROWS_PER_PASS - 1) / ROWS_PER_PASS);
+        var t = new Totals();
+        for (int pass = 0; pass < passes; pass++) {
+            int share = pass;
+            // Each aggregate's rows in commit order, and which aggregate each event id belongs to: this pass's share only.
+            var byAggregate = new LinkedHashMap<String, List<Replay.RowKey>>();
+            var rowById = new HashMap<String, Replay.RowKey>();
+            rows.forEachRow(filter, r -> {
+                if (r.id() != null && r.aggregateId() != null && share(r.aggregateId(), passes) == share) {
+                    byAggregate.computeIfAbsent(r.aggregateType() + '\u0000' + r.aggregateId(), k -> new ArrayList<>()).add(r);
+                    rowById.put(r.id(), r);
+                }
+            });
+            var seen = new HashMap<String, Occurrences>();
+            Instant from = filter.since() == null ? null : filter.since().minus(CLOCK_MARGIN);
+            long read = kafka.scan(topics, from, s -> {
+                if (s.id() == null || s.key() == null || share(s.key(), passes) != share || !rowById.containsKey(s.id())) {
+                    return;
+                }
+                seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s);
+            });
+            t.records += read;
+            compare(byAggregate, seen, t);
+            progress.accept("pass " + (pass + 1) + "/" + passes + ": " + rowById.size() + " row(s) of "
+                    + byAggregate.size() + " aggregate(s), " + read + " record(s) read");
+        }
+        return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.duplicates, t.replayedCopies,
+                t.missingCount, t.missing, t.outOfOrderCount, t.outOfOrder);
+    }
+
+    private static int share(String aggregateId, int passes) {
+        return Math.floorMod(aggregateId.hashCode(), passes);
+    }
+
+    private static void compare(Map<String, List<Replay.RowKey>> byAggregate, Map<String, Occurrences> seen, Totals t) {
+        for (var rowsOfAggregate : byAggregate.values()) {
+            // Per partition, the offset of the aggregate's previous event in commit order: one that reached Kafka before its
+            // predecessor is out of order (an event put back late counts once, not once per event after it).
+            var lastOffset = new HashMap<String, Long>();
+            var lastId = new HashMap<String, String>();
+            for (var row : rowsOfAggregate) {
+                var o = seen.get(row.id());
+                if (o == null) {
+                    t.missingCount++;
+                    if (t.missing.size() < MISSING_KEPT) {
+                        t.missing.add(new Missing(row.table(), row.id(), row.aggregateType(), row.aggregateId()));
+                    }
+                    continue;
+                }
+                if (o.records == 0) {
+                    if (o.deadLetters > 0) {
+                        t.deadLettered++;
+                    } else {
+                        t.onlyReplayed++;
+                    }
+                    continue;
+                }
+                t.published++;
+                t.duplicates += o.records - 1;
+                t.replayedCopies += o.replayed;
+                Long before = lastOffset.get(o.partition);
+                if (before != null && o.offset < before) {
+                    t.outOfOrderCount++;
+                    if (t.outOfOrder.size() < OUT_OF_ORDER_KEPT) {
+                        t.outOfOrder.add(new OutOfOrder(row.aggregateType(), row.aggregateId(), lastId.get(o.partition), row.id(), o.partition));
+                    }
+                }
+                lastOffset.put(o.partition, o.offset);
+                lastId.put(o.partition, row.id());
+            }
+        }
+    }
+
+    /** The records of one event: its own (the first fixes its place), replayed copies, dead letters. */
+    private static final class Occurrences {
+        long records;
+        long replayed;
+        long deadLetters;
+        String partition;
+        long offset;
+
+        void add(TopicScan.Seen s) {
+            if (s.deadLetter()) {
+                deadLetters++;
+            } else if (s.replayed()) {
+                replayed++;
+            } else {
+                if (records == 0) {
+                    partition = s.topic() + "-" + s.partition();
+                    offset = s.offset();
+                }
+                records++;
+            }
+        }
+    }
+
+    private static final class Totals {
+        long records;
+        long published;
+        long deadLettered;
+        long onlyReplayed;
+        long duplicates;
+        long replayedCopies;
+        long missingCount;
+        final List<Missing> missing = new ArrayList<>();
+        long outOfOrderCount;
+        final List<OutOfOrder> outOfOrder = new ArrayList<>();
+    }
+}

@@ -1,0 +1,141 @@
+package io.outboxrouter.kafka;
+
+import io.outboxrouter.config.KafkaConfig;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Reads the records of a router's topics as they are now, with its security settings: every partition from a time (or
+ * its beginning) to the end it had when the scan began, committed transactions only. For {@code audit}.
+ */
+public final class TopicScan {
+
+    /**
+     * One record, as much of it as an audit needs.
+     *
+     * @param id         the event id header; null when the record has none
+     * @param replayed   published again by {@code replay} or {@code offsets recover}
+     * @param deadLetter a dead letter (it has a reason header)
+     */
+    public record Seen(String topic, int partition, long offset, String key, String id, String aggregateType, boolean replayed,
+                       boolean deadLetter) {
+    }
+
+    private final Properties clientConfig;
+
+    public TopicScan(KafkaConfig kafka) {
+        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-audit");
+    }
+
+    /** The topics whose names match, sorted. */
+    public List<String> topics(Pattern names) throws ExecutionException, InterruptedException {
+        var props = new HashMap<String, Object>();
+        clientConfig.forEach((k, v) -> {
+            if (AdminClientConfig.configNames().contains((String) k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
+                props.put((String) k, v);
+            }
+        });
+        try (var admin = Admin.create(props)) {
+            return admin.listTopics().names().get().stream().filter(t -> names.matcher(t).matches()).sorted().toList();
+        }
+    }
+
+    /**
+     * Calls {@code each} for every record of {@code topics} from {@code from} (null: the beginning) up to the end each
+     * partition had when the scan began.
+     *
+     * @return the records read
+     */
+    public long scan(List<String> topics, Instant from, Consumer<Seen> each) {
+        long read = 0;
+        try (var consumer = consumer()) {
+            var partitions = new ArrayList<TopicPartition>();
+            for (String t : topics) {
+                consumer.partitionsFor(t, Duration.ofSeconds(30)).forEach(p -> partitions.add(new TopicPartition(p.topic(), p.partition())));
+            }
+            if (partitions.isEmpty()) {
+                return 0;
+            }
+            consumer.assign(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+            if (from == null) {
+                consumer.seekToBeginning(partitions);
+            } else {
+                var times = new HashMap<TopicPartition, Long>();
+                partitions.forEach(p -> times.put(p, from.toEpochMilli()));
+                consumer.offsetsForTimes(times, Duration.ofSeconds(30)).forEach((p, found) -> {
+                    if (found == null) {
+                        consumer.seek(p, end.get(p));
+                    } else {
+                        consumer.seek(p, found.offset());
+                    }
+                });
+            }
+            var open = new ArrayList<TopicPartition>();
+            for (var p : partitions) {
+                if (consumer.position(p, Duration.ofSeconds(30)) < end.get(p)) {
+                    open.add(p);
+                }
+            }
+            consumer.pause(partitions);
+            consumer.resume(open);
+            while (!open.isEmpty()) {
+                for (var r : consumer.poll(Duration.ofMillis(500))) {
+                    var p = new TopicPartition(r.topic(), r.partition());
+                    if (r.offset() >= end.get(p)) {
+                        continue;
+                    }
+                    read++;
+                    each.accept(new Seen(r.topic(), r.partition(), r.offset(), r.key() == null ? null
+                            : new String(r.key(), StandardCharsets.UTF_8), header(r.headers(), "id"), header(r.headers(), "aggregatetype"),
+                            "true".equals(header(r.headers(), "replayed")), r.headers().lastHeader("dead-letter.reason") != null));
+                }
+                for (var it = open.iterator(); it.hasNext(); ) {
+                    var p = it.next();
+                    if (consumer.position(p) >= end.get(p)) {
+                        consumer.pause(List.of(p));
+                        it.remove();
+                    }
+                }
+            }
+        }
+        return read;
+    }
+
+    private static String header(Headers headers, String name) {
+        var h = headers.lastHeader(name);
+        return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+    }
+
+    private KafkaConsumer<byte[], byte[]> consumer() {
+        var props = new Properties();
+        clientConfig.forEach((k, v) -> {
+            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
+                props.put(k, v);
+            }
+        });
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-audit-" + UUID.randomUUID());
+        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+}
