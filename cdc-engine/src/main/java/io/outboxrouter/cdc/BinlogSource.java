@@ -124,9 +124,15 @@ final class BinlogSource implements Source {
         if (!m.matches()) {
             throw new IllegalArgumentException("--position must look like binlog:mariadb-bin.000003:1234 (was \"" + position + "\")");
         }
+        try (var c = config.source().connection().open()) {
+            return offsetsAt(c, m, stored);
+        }
+    }
+
+    private Map<String, String> offsetsAt(Connection c, java.util.regex.Matcher m, Map<String, String> stored) throws SQLException {
         String file = m.group(1);
         long pos = Long.parseLong(m.group(2));
-        checkRetained(file, pos);
+        checkRetained(c, file, pos);
         String key = offsetKey();
         String previous = stored.get(key);
         if (config.source().kind() == SourceKind.MARIADB && m.group(6) != null) {
@@ -147,18 +153,16 @@ final class BinlogSource implements Source {
             value.put("file", file).put("pos", pos);
             // MySQL with GTIDs resumes from the set executed before the position (the event's own GTID is not that set).
             if (config.source().kind() == SourceKind.MYSQL) {
-                try (var c = config.source().connection().open()) {
-                    var before = MySqlGtids.executedBefore(c, file, pos);
-                    if (before.isPresent() && m.group(6) != null && before.get().transactionAt().isPresent()
-                            && !before.get().transactionAt().get().equalsIgnoreCase(m.group(6))) {
-                        // Another server's file of the same name (after a failover, say): its GTIDs would skip events.
-                        throw new IllegalArgumentException("--position names transaction " + m.group(6) + ", but at " + file + ":" + pos
-                                + " this server's binlog has " + before.get().transactionAt().get() + ": the header comes from "
-                                + "another server's binlog. Give a position of this server's (a record it published, or SHOW "
-                                + "BINARY LOG STATUS)");
-                    }
-                    before.ifPresent(g -> value.put("gtids", g.executed()));
+                var before = MySqlGtids.executedBefore(c, file, pos);
+                if (before.isPresent() && m.group(6) != null && before.get().transactionAt().isPresent()
+                        && !before.get().transactionAt().get().equalsIgnoreCase(m.group(6))) {
+                    // Another server's file of the same name (after a failover, say): its GTIDs would skip events.
+                    throw new IllegalArgumentException("--position names transaction " + m.group(6) + ", but at " + file + ":" + pos
+                            + " this server's binlog has " + before.get().transactionAt().get() + ": the header comes from "
+                            + "another server's binlog. Give a position of this server's (a record it published, or SHOW "
+                            + "BINARY LOG STATUS)");
                 }
+                before.ifPresent(g -> value.put("gtids", g.executed()));
             }
             if (m.group(3) != null && config.source().kind() == SourceKind.MARIADB) {
                 String restart = m.group(3) + "-" + m.group(4) + "-" + (Long.parseLong(m.group(5)) - 1);
@@ -191,8 +195,8 @@ final class BinlogSource implements Source {
         return String.join(",", parts);
     }
 
-    private void checkRetained(String file, long pos) throws SQLException {
-        var retained = retainedBinlogs();
+    private static void checkRetained(Connection c, String file, long pos) throws SQLException {
+        var retained = retainedBinlogs(c);
         Long size = retained.get(file);
         if (size == null) {
             throw new IllegalStateException("the server no longer retains " + file + " (it has " + String.join(", ", retained.keySet()) + ")");

@@ -275,7 +275,8 @@ final class PostgresSource implements Source {
                             + " are not published (publish the rows still in the outbox table again with `replay`)"));
         }
         Long storedAt = storedLsn(stored);
-        if (storedAt != null && storedAt > parseLsn(current)) {
+        // LSNs are unsigned 64-bit numbers.
+        if (storedAt != null && Long.compareUnsigned(storedAt, parseLsn(current)) > 0) {
             // Resuming there would skip what this server writes up to it: its history is not the one the position came from.
             return Optional.of(new Drift("router " + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table
                     + " is ahead of this server's WAL, which ends at " + current + ": the position comes from another history (a "
@@ -284,7 +285,7 @@ final class PostgresSource implements Source {
                     "forget the stored position and go on from the slot: events published from the former primary for "
                             + "transactions this server does not have stay published"));
         }
-        if (slotExists && storedAt != null && confirmed != null && parseLsn(confirmed) > storedAt) {
+        if (slotExists && storedAt != null && confirmed != null && Long.compareUnsigned(parseLsn(confirmed), storedAt) > 0) {
             // The slot is only ever confirmed up to a position stored here first: a slot ahead of it was created again
             // (dropped and re-created by hand, another tool's slot of the same name) or the offsets table was restored.
             return Optional.of(new Drift("replication slot " + pg.slot() + " is at " + confirmed + ", ahead of router "
