@@ -10,13 +10,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
@@ -25,7 +22,6 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -203,28 +199,11 @@ public final class OffsetsTopic {
         }
     }
 
-    /** A consumer of the router's security settings that reads committed transactions only and creates no topic. */
     private KafkaConsumer<byte[], byte[]> consumer() {
-        var props = new Properties();
-        clientConfig.forEach((k, v) -> {
-            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
-                props.put(k, v);
-            }
-        });
-        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-offsets-" + UUID.randomUUID());
-        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        return ClientConfigs.consumer(clientConfig, "outbox-router-offsets-", Map.of());
     }
 
     private Map<String, Object> adminConfig() {
-        var props = new HashMap<String, Object>();
-        clientConfig.forEach((k, v) -> {
-            if (AdminClientConfig.configNames().contains((String) k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
-                props.put((String) k, v);
-            }
-        });
-        return props;
+        return ClientConfigs.admin(clientConfig);
     }
 }

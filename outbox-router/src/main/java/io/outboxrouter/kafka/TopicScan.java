@@ -9,17 +9,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Reads the records of a router's topics as they are now, with its security settings: every partition from a time (or
@@ -46,13 +43,7 @@ public final class TopicScan {
 
     /** The topics whose names match, sorted. */
     public List<String> topics(Pattern names) throws ExecutionException, InterruptedException {
-        var props = new HashMap<String, Object>();
-        clientConfig.forEach((k, v) -> {
-            if (AdminClientConfig.configNames().contains((String) k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
-                props.put((String) k, v);
-            }
-        });
-        try (var admin = Admin.create(props)) {
+        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
             return admin.listTopics().names().get().stream().filter(t -> names.matcher(t).matches()).sorted().toList();
         }
     }
@@ -125,17 +116,6 @@ public final class TopicScan {
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {
-        var props = new Properties();
-        clientConfig.forEach((k, v) -> {
-            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
-                props.put(k, v);
-            }
-        });
-        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
-        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "outbox-router-audit-" + UUID.randomUUID());
-        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000"));
     }
 }
