@@ -195,10 +195,32 @@ final class PostgresSource implements Source {
                 + "to publish events again, replay the outbox rows still in the table");
     }
 
-    /** The first of the URL's hosts that takes writes (not in recovery), as the driver's targetServerType=primary picks it. */
+    /**
+     * The first of the URL's hosts that takes writes (not in recovery), as the driver's targetServerType=primary picks it;
+     * asked again for a while, since a standby may be on its way to primary.
+     */
     private io.outboxrouter.config.JdbcUrl.Host primaryHost() {
+        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(60).toNanos();
+        while (true) {
+            var tried = new ArrayList<String>();
+            var found = primaryHost(tried);
+            if (found != null) {
+                return found;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new SourceSetupException("none of the hosts of source.url is a primary (" + String.join("; ", tried) + ")");
+            }
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SourceSetupException("interrupted while looking for the primary among the hosts of source.url");
+            }
+        }
+    }
+
+    private io.outboxrouter.config.JdbcUrl.Host primaryHost(List<String> tried) {
         var address = config.source().address();
-        var tried = new ArrayList<String>();
         var timeouts = new Properties();
         timeouts.setProperty("connectTimeout", "10");
         timeouts.setProperty("socketTimeout", "30");
@@ -215,7 +237,7 @@ final class PostgresSource implements Source {
                 tried.add(host + ": " + e.getMessage());
             }
         }
-        throw new SourceSetupException("none of the hosts of source.url is a primary (" + String.join("; ", tried) + ")");
+        return null;
     }
 
     @Override

@@ -449,6 +449,13 @@ public final class RouterConfigLoader {
             n.problem(n.key("envelope"), "wraps the router's own records; with routing.event-router the records are Debezium's "
                     + "EventRouter's: remove one of them");
         }
+        for (String header : outbox.headers().values()) {
+            String lower = header.toLowerCase(java.util.Locale.ROOT);
+            if (lower.equals("content-type") || lower.startsWith("ce_")) {
+                n.problem(n.key("envelope"), "puts the CloudEvents attributes in the " + header + " header, which outbox.headers also "
+                        + "names: a consumer would read the wrong one; rename that header");
+            }
+        }
         return new RoutingConfig.CloudEvents(mode, source);
     }
 

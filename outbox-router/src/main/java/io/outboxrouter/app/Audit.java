@@ -44,10 +44,11 @@ public final class Audit {
      * @param duplicates     records beyond the first of a row, replayed copies apart
      * @param replayedCopies replayed copies of rows that have a record of their own
      * @param missingCount   rows with no record at all; {@code missing} keeps the first {@link #MISSING_KEPT}
+     * @param orderChecked   the order of commits was known (Postgres with track_commit_timestamp), so order was checked
      */
     public record Report(List<String> topics, int passes, long rows, long records, long published, long deadLettered, long onlyReplayed,
                          long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
-                         List<OutOfOrder> outOfOrder) {
+                         List<OutOfOrder> outOfOrder, boolean orderChecked) {
         /** Nothing missing, nothing out of order (duplicates are what at-least-once delivery allows). */
         public boolean clean() {
             return missingCount == 0 && outOfOrderCount == 0;
@@ -93,7 +94,7 @@ public final class Audit {
             var seen = new HashMap<String, Occurrences>();
             Instant from = filter.since() == null ? null : filter.since().minus(CLOCK_MARGIN);
             long read = kafka.scan(topics, from, s -> {
-                if (s.id() == null || s.key() == null || share(s.key(), passes) != share || !rowById.containsKey(s.id())) {
+                if (s.id() == null || !rowById.containsKey(s.id())) {
                     return;
                 }
                 seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s);
@@ -104,7 +105,7 @@ public final class Audit {
                     + byAggregate.size() + " aggregate(s), " + read + " record(s) read");
         }
         return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.duplicates, t.replayedCopies,
-                t.missingCount, t.missing, t.outOfOrderCount, t.outOfOrder);
+                t.missingCount, t.missing, t.outOfOrderCount, t.outOfOrder, !t.orderUnknown);
     }
 
     private static int share(String aggregateId, int passes) {
@@ -113,10 +114,14 @@ public final class Audit {
 
     private static void compare(Map<String, List<Replay.RowKey>> byAggregate, Map<String, Occurrences> seen, Totals t) {
         for (var rowsOfAggregate : byAggregate.values()) {
-            // Per partition, the offset of the aggregate's previous event in commit order: one that reached Kafka before its
-            // predecessor is out of order (an event put back late counts once, not once per event after it).
-            var lastOffset = new HashMap<String, Long>();
-            var lastId = new HashMap<String, String>();
+            // Order is judged only where the order of commits is known, between rows of different transactions (the rows of
+            // one transaction have no order among them): per partition, an event that reached Kafka before an event of an
+            // earlier transaction is out of order, once (an event put back late is not counted again for each one after it).
+            var previousTx = new HashMap<String, long[]>();
+            var previousTxLastId = new HashMap<String, String>();
+            var currentTx = new HashMap<String, String>();
+            var currentTxMax = new HashMap<String, long[]>();
+            var currentTxLastId = new HashMap<String, String>();
             for (var row : rowsOfAggregate) {
                 var o = seen.get(row.id());
                 if (o == null) {
@@ -137,15 +142,31 @@ public final class Audit {
                 t.published++;
                 t.duplicates += o.records - 1;
                 t.replayedCopies += o.replayed;
-                Long before = lastOffset.get(o.partition);
-                if (before != null && o.offset < before) {
+                if (row.transaction() == null) {
+                    t.orderUnknown = true;
+                    continue;
+                }
+                String p = o.partition;
+                if (!row.transaction().equals(currentTx.get(p))) {
+                    if (currentTx.containsKey(p)) {
+                        previousTx.put(p, currentTxMax.get(p));
+                        previousTxLastId.put(p, currentTxLastId.get(p));
+                    }
+                    currentTx.put(p, row.transaction());
+                    currentTxMax.put(p, new long[] {-1});
+                }
+                long[] before = previousTx.get(p);
+                if (before != null && o.offset < before[0]) {
                     t.outOfOrderCount++;
                     if (t.outOfOrder.size() < OUT_OF_ORDER_KEPT) {
-                        t.outOfOrder.add(new OutOfOrder(row.aggregateType(), row.aggregateId(), lastId.get(o.partition), row.id(), o.partition));
+                        t.outOfOrder.add(new OutOfOrder(row.aggregateType(), row.aggregateId(), previousTxLastId.get(p), row.id(), p));
                     }
                 }
-                lastOffset.put(o.partition, o.offset);
-                lastId.put(o.partition, row.id());
+                long[] max = currentTxMax.get(p);
+                if (o.offset > max[0]) {
+                    max[0] = o.offset;
+                    currentTxLastId.put(p, row.id());
+                }
             }
         }
     }
@@ -184,5 +205,6 @@ public final class Audit {
         final List<Missing> missing = new ArrayList<>();
         long outOfOrderCount;
         final List<OutOfOrder> outOfOrder = new ArrayList<>();
+        boolean orderUnknown;
     }
 }

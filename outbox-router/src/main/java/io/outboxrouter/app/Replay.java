@@ -89,11 +89,15 @@ public final class Replay {
         this.routing = Routings.of(config);
     }
 
-    /** The outbox tables that lack the filter's time column; a time range cannot be applied to them. */
+    /** The outbox tables a time range cannot be applied to: they lack the filter's time column and the server keeps no commit times. */
     public List<String> tablesWithoutTimeColumn(Filter filter) throws SQLException {
+        boolean commitTimes;
+        try (var c = config.source().connection().open()) {
+            commitTimes = source.commitTime(c).isPresent();
+        }
         var without = new ArrayList<String>();
         for (String table : config.source().tables()) {
-            if (!source.columns(table).contains(filter.timeColumn())) {
+            if (!commitTimes && !source.columns(table).contains(filter.timeColumn())) {
                 without.add(table);
             }
         }
@@ -163,7 +167,7 @@ public final class Replay {
                         st.execute("SET TRANSACTION SNAPSHOT '" + filter.recovery().snapshot().replace("'", "''") + "'");
                     }
                 }
-                try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter), timeOf(c, filter)))) {
+                try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter), timeOf(c, table, filter)))) {
                     ps.setFetchSize(CHUNK);
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
@@ -220,8 +224,13 @@ public final class Replay {
      * What {@code --since} and {@code --until} compare: the commit time where the server keeps it (a row written by a long
      * transaction is then not left out for its early time column), else the time column, the writer's clock.
      */
-    private String timeOf(Connection c, Filter f) throws SQLException {
-        return source.commitTime(c).map(t -> "COALESCE(" + t + ", " + f.timeColumn() + ")").orElse(f.timeColumn());
+    private String timeOf(Connection c, String table, Filter f) throws SQLException {
+        boolean column = source.columns(table).contains(f.timeColumn());
+        var commit = source.commitTime(c);
+        if (commit.isPresent()) {
+            return column ? "COALESCE(" + commit.get() + ", " + f.timeColumn() + ")" : commit.get();
+        }
+        return f.timeColumn();
     }
 
     /** How {@code --since} and {@code --until} are applied, for the operator. */
@@ -235,7 +244,11 @@ public final class Replay {
     }
 
     /** An outbox row as an audit reads it: which event of which aggregate. */
-    public record RowKey(String table, String id, String aggregateType, String aggregateId) {
+    /**
+     * @param transaction the transaction that wrote it, where the order of commits is known (Postgres with
+     *                    track_commit_timestamp: rows come in commit order); null where it is not
+     */
+    public record RowKey(String table, String id, String aggregateType, String aggregateId, String transaction) {
     }
 
     /** Calls {@code each} for every row that matches, table by table, in the order a replay publishes them; returns how many. */
@@ -246,14 +259,17 @@ public final class Replay {
             var connection = config.source().connection();
             try (var c = connection.url().startsWith("jdbc:mysql:") ? connection.open(CURSOR) : connection.open()) {
                 c.setAutoCommit(false);
-                String select = source.asText(cols.id()) + ", " + cols.aggregateType() + ", " + cols.aggregateId();
-                try (var ps = c.prepareStatement(sql(select, table, filter, order(c, table, filter), timeOf(c, filter)))) {
+                boolean commitOrder = source.commitTime(c).isPresent() && filter.orderBy().isEmpty();
+                String select = source.asText(cols.id()) + ", " + cols.aggregateType() + ", " + cols.aggregateId()
+                        + (commitOrder ? ", xmin::text" : "");
+                try (var ps = c.prepareStatement(sql(select, table, filter, order(c, table, filter), timeOf(c, table, filter)))) {
                     ps.setFetchSize(CHUNK * 10);
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
                         while (rs.next()) {
                             rows++;
-                            each.accept(new RowKey(table, rs.getString(1), rs.getString(2), rs.getString(3)));
+                            each.accept(new RowKey(table, rs.getString(1), rs.getString(2), rs.getString(3),
+                                    commitOrder ? rs.getString(4) : null));
                         }
                     }
                 } finally {

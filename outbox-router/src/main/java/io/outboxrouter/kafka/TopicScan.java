@@ -35,6 +35,9 @@ public final class TopicScan {
                        boolean deadLetter) {
     }
 
+    /** How long a scan waits for a record before the end of a partition. */
+    private static final Duration STALL = Duration.ofMinutes(2);
+
     private final Properties clientConfig;
 
     public TopicScan(KafkaConfig kafka) {
@@ -87,8 +90,17 @@ public final class TopicScan {
             }
             consumer.pause(partitions);
             consumer.resume(open);
+            long idleSince = System.nanoTime();
             while (!open.isEmpty()) {
-                for (var r : consumer.poll(Duration.ofMillis(500))) {
+                if (System.nanoTime() - idleSince > STALL.toNanos()) {
+                    throw new IllegalStateException("no record arrived from " + open + " for " + STALL.toSeconds() + " s before "
+                            + "their end: a partition without a leader, or a broker not answering");
+                }
+                var polled = consumer.poll(Duration.ofMillis(500));
+                if (!polled.isEmpty()) {
+                    idleSince = System.nanoTime();
+                }
+                for (var r : polled) {
                     var p = new TopicPartition(r.topic(), r.partition());
                     if (r.offset() >= end.get(p)) {
                         continue;
@@ -100,6 +112,7 @@ public final class TopicScan {
                 }
                 for (var it = open.iterator(); it.hasNext(); ) {
                     var p = it.next();
+                    // Transaction markers and aborted records take offsets too: the position passes them without a record.
                     if (consumer.position(p) >= end.get(p)) {
                         consumer.pause(List.of(p));
                         it.remove();
@@ -116,6 +129,8 @@ public final class TopicScan {
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {
-        return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000"));
+        // earliest: a segment deleted under the scan moves it to the log's new start, not past everything to its end.
+        return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000",
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"));
     }
 }

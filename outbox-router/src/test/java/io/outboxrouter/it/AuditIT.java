@@ -44,22 +44,24 @@ class AuditIT {
         try (var admin = Admin.create(Map.<String, Object>of("bootstrap.servers", OutboxContract.kafka()))) {
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(); // one partition: offsets in commit order
         }
-        // Commit order: o-1#1, o-2#1, o-1#2, o-2#2, o-1#3, o-2#3, o-3#1.
+        // Commit order: o-1#1, o-2#1, o-1#2, o-2#2, o-1#3, o-2#3, then o-3#1 and o-3#2 in one transaction (no order among them).
         var events = List.of(TestEvent.of("Order", "o-1", 1), TestEvent.of("Order", "o-2", 1), TestEvent.of("Order", "o-1", 2),
-                TestEvent.of("Order", "o-2", 2), TestEvent.of("Order", "o-1", 3), TestEvent.of("Order", "o-2", 3), TestEvent.of("Order", "o-3", 1));
+                TestEvent.of("Order", "o-2", 2), TestEvent.of("Order", "o-1", 3), TestEvent.of("Order", "o-2", 3), TestEvent.of("Order", "o-3", 1), TestEvent.of("Order", "o-3", 2));
         List<KafkaEvents.Received> published;
         try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
             assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
             for (var e : events) {
                 db.insert(c, e);
-                c.commit();
+                if (!e.aggregateId().equals("o-3") || e.seq() == 2) {
+                    c.commit();
+                }
             }
             kafka.awaitIds(events.stream().map(TestEvent::id).collect(Collectors.toSet()), Duration.ofSeconds(60));
             published = new ArrayList<>(kafka.settle(Duration.ofSeconds(1)));
         }
         var clean = audit(file, false);
         assertThat(clean.code()).as(clean.out()).isZero();
-        assertThat(clean.out()).contains("7 row(s)", "7 published", "0 missing", "0 duplicate record(s)", "0 event(s) out of order");
+        assertThat(clean.out()).contains("8 row(s)", "8 published", "0 missing", "0 duplicate record(s)", "0 event(s) out of order");
 
         // Damage: the first two records are deleted (o-1#1 and o-2#1); o-2#1 is published again at the end, as a second
         // publisher would (not marked replayed): out of its order; o-2#2 is published twice.
@@ -96,7 +98,8 @@ class AuditIT {
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         int code;
         try {
-            var args = new ArrayList<>(List.of("audit", "--config", file.toString()));
+            // Rows of the last 30 s are left out by default (a running router may not have published them yet).
+            var args = new ArrayList<>(List.of("audit", "--config", file.toString(), "--until", "2100-01-01T00:00:00Z"));
             if (repair) {
                 args.add("--repair");
             }
