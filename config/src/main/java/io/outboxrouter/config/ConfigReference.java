@@ -71,6 +71,7 @@ public final class ConfigReference {
             new Entry("offsets.password-file", "", "or a file holding it"),
             new Entry("http.enabled", "`true`", "serve the health endpoints, `/status`, the status page and `/metrics`"),
             new Entry("http.listen", "`127.0.0.1:8080`", "where to serve them (loopback by default)"),
+            new Entry("tracing.enabled", "`false`", "an OpenTelemetry span for each event published, child of the writer's trace when the record carries a `traceparent` header, exported as the standard `OTEL_*` settings say ([delivery.md](delivery.md#trace-context))"),
             new Entry("debezium.*", "", "Debezium connector properties passed through, for the rare setting not modelled here; `provide.transaction.metadata`, `topic.prefix`, `offset.storage*`, `snapshot.mode`, `name` and `connector.class` are refused (the router sets them, or `source.snapshot` does), and on Postgres `heartbeat.interval.ms` and `heartbeat.action.query` (its heartbeat tells where a transaction ended)"));
 
     private ConfigReference() {

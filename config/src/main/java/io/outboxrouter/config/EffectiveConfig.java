@@ -97,6 +97,7 @@ public final class EffectiveConfig {
         c.offsets().connection().ifPresent(conn -> putConnection(offsets, conn));
         root.put("offsets", offsets);
         root.put("http", map("enabled", c.http().enabled(), "listen", c.http().host() + ":" + c.http().port()));
+        root.put("tracing", map("enabled", c.tracing().enabled()));
         root.put("debezium", masked(c.debezium()));
         try {
             return YAML.writeValueAsString(root);

@@ -9,6 +9,7 @@ import java.util.Optional;
  *
  * @param name      names the offset rows, the default slot and publication, and the engine
  * @param debezium  raw Debezium connector properties for the rare setting we do not model
+ * @param tracing   OpenTelemetry spans for the router's publish
  */
 public record RouterConfig(
         String name,
@@ -18,10 +19,21 @@ public record RouterConfig(
         KafkaConfig kafka,
         OffsetsConfig offsets,
         HttpConfig http,
-        Map<String, String> debezium) {
+        Map<String, String> debezium,
+        TracingConfig tracing) {
 
     public RouterConfig {
         debezium = Map.copyOf(debezium);
+    }
+
+    public RouterConfig(String name, SourceConfig source, OutboxConfig outbox, RoutingConfig routing, KafkaConfig kafka,
+                        OffsetsConfig offsets, HttpConfig http, Map<String, String> debezium) {
+        this(name, source, outbox, routing, kafka, offsets, http, debezium, TracingConfig.OFF);
+    }
+
+    /** @param enabled whether the router starts a span for each event it publishes, exported as OTEL_* settings say */
+    public record TracingConfig(boolean enabled) {
+        public static final TracingConfig OFF = new TracingConfig(false);
     }
 
     /**
@@ -39,7 +51,7 @@ public record RouterConfig(
     /** The configuration of one shard of this router. */
     public RouterConfig forShard(Shard shard) {
         return new RouterConfig(shard.routerName(name), source.withPostgres(source.postgres().forShard(shard)), outbox, routing,
-                kafka, offsets, http, debezium);
+                kafka, offsets, http, debezium, tracing);
     }
 
     /**
@@ -51,7 +63,7 @@ public record RouterConfig(
         var layout = new SourceConfig.PostgresSource(pg.slot(), pg.publication(), pg.heartbeatInterval(), pg.heartbeatTable(), n,
                 Shard.all(n), null, pg.messagePrefix());
         return new RouterConfig(name, source.withPostgres(layout), outbox, routing, kafka, offsets, new HttpConfig(false, http.host(),
-                http.port()), debezium);
+                http.port()), debezium, tracing);
     }
 
     /** The shard this configuration streams, when it is one shard's ({@link #shardConfigs()}). */

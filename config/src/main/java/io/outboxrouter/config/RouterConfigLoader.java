@@ -178,6 +178,7 @@ public final class RouterConfigLoader {
         var offsets = offsets(top.child("offsets"), source.kind() == SourceKind.POSTGRES && delivery == Delivery.AT_LEAST_ONCE
                 ? DEFAULT_COMMIT_INTERVAL : DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT);
         var http = http(top.child("http"));
+        var tracing = new RouterConfig.TracingConfig(top.child("tracing").bool("enabled", false));
         var debezium = top.stringMap("debezium");
         debezium.keySet().forEach(k -> PassThroughKeys.refusedDebezium(k).ifPresent(why -> top.problem(top.key("debezium." + k), why)));
         if (source.kind() == SourceKind.POSTGRES) {
@@ -194,7 +195,7 @@ public final class RouterConfigLoader {
             top.problem("outbox.retention", "deletes published rows of the outbox tables, and this router has none "
                     + "(logical decoding messages leave nothing to delete): remove it");
         }
-        return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium);
+        return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium, tracing);
     }
 
     private static SourceConfig source(ConfigNode n, String routerName) {

@@ -64,6 +64,7 @@ class EffectiveConfigTest {
             "offsets.password", "off-pw",
             "http.enabled", false,
             "http.listen", "0.0.0.0:9090",
+            "tracing.enabled", true,
             "debezium.*", ordered("slot.max.retries", "3", "database.password", "dbz-pw"));
     private static final Map<String, Object> POSTGRES = ordered(
             "source.kind", "postgres",

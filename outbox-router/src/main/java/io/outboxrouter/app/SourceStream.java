@@ -105,7 +105,8 @@ final class SourceStream implements AutoCloseable {
         var routing = Routings.of(config, quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         return new SourceStream(config, Source.of(config),
-                sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics), metrics,
+                sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,
+                        io.outboxrouter.tracing.PublishTracing.of(config)), metrics,
                 acceptGap);
     }
 

@@ -50,6 +50,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
     }
 
     private final Routing routing;
+    private final io.outboxrouter.tracing.PublishTracing tracing;
     private final DeadLetterPolicy policy;
     private final EventSink sink;
     private final RouterListener listener;
@@ -66,6 +67,13 @@ public final class OutboxBatchHandler implements ChangeHandler {
      */
     public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
                               RouterListener listener) {
+        this(routing, policy, deadLetters, sink, listener, io.outboxrouter.tracing.PublishTracing.NONE);
+    }
+
+    /** @param tracing a span for each event published ({@code tracing.enabled}) */
+    public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
+                              RouterListener listener, io.outboxrouter.tracing.PublishTracing tracing) {
+        this.tracing = tracing;
         this.routing = routing;
         this.policy = new DeadLetterPolicy(policy, deadLetters, listener);
         this.sink = sink;
@@ -94,9 +102,16 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
         }
         long start = System.nanoTime();
+        var spans = new ArrayList<io.opentelemetry.api.trace.Span>(tracing.enabled() ? outcomes.size() : 0);
+        if (tracing.enabled()) {
+            for (var outcome : outcomes) {
+                spans.add(outcome instanceof Event e ? tracing.start(e.record()) : null);
+            }
+        }
         if (sink.transactional()) {
             sink.send(records(outcomes)); // acknowledged at commit, with the source position
             uncommitted.add(outcomes, start);
+            uncommitted.spans.addAll(spans);
             return;
         }
         var refused = sink.send(records(outcomes));
@@ -105,6 +120,9 @@ public final class OutboxBatchHandler implements ChangeHandler {
         var letters = new ArrayList<Outcome>();
         for (var r : refused) {
             refusedIndexes.add(r.index());
+            if (!spans.isEmpty()) {
+                tracing.refused(spans.set(r.index(), null), r.error());
+            }
             // Everything else was acknowledged; dead letters go to another topic, so no aggregate's order changes.
             if (!(outcomes.get(r.index()) instanceof Event event)) {
                 throw new UnroutableEventException("a dead letter for topic " + outcomes.get(r.index()).record().topic()
@@ -121,6 +139,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
         }
         letters.forEach(letter -> letter.acknowledged(listener, ackTime));
+        tracing.acknowledged(spans);
         listener.batchPublished(outcomes.size(), Duration.ofNanos(System.nanoTime() - start));
     }
 
@@ -133,6 +152,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         sink.commit(position);
+        tracing.acknowledged(uncommitted.spans);
+        uncommitted.spans.clear();
         uncommitted.acknowledged(listener, Instant.now());
     }
 
@@ -143,6 +164,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
 
         private final java.util.Map<Published, long[]> published = new java.util.LinkedHashMap<>();
         private final java.util.Map<String, Integer> deadLettered = new java.util.HashMap<>();
+        /** The spans of the events sent since the last commit: they end when the commit is acknowledged. */
+        private final List<io.opentelemetry.api.trace.Span> spans = new ArrayList<>();
         private long total;
         private long since;
 
