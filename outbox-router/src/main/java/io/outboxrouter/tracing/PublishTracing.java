@@ -51,6 +51,8 @@ public final class PublishTracing {
         headers.add(key, value.getBytes(StandardCharsets.UTF_8));
     };
 
+    private static OpenTelemetry sdk;
+
     private final Tracer tracer;
 
     private PublishTracing(Tracer tracer) {
@@ -62,17 +64,27 @@ public final class PublishTracing {
         if (!config.tracing().enabled()) {
             return NONE;
         }
-        if (!GlobalOpenTelemetry.isSet()) {
-            // Set up once per process (the streams of a sharded router share it), flushed by its shutdown hook.
-            AutoConfiguredOpenTelemetrySdk.builder()
-                    .addPropertiesSupplier(() -> Map.of("otel.service.name", "outbox-router", "otel.metrics.exporter", "none",
-                            "otel.logs.exporter", "none"))
-                    .setResultAsGlobal()
-                    .build();
-        }
-        OpenTelemetry otel = GlobalOpenTelemetry.get();
         String version = PublishTracing.class.getPackage().getImplementationVersion();
-        return new PublishTracing(otel.getTracer("io.outboxrouter", version == null ? "development" : version));
+        return new PublishTracing(openTelemetry().getTracer("io.outboxrouter", version == null ? "development" : version));
+    }
+
+    /** The process's OpenTelemetry for the router's spans: an agent's, else one set up here once (the streams share it). */
+    private static OpenTelemetry openTelemetry() {
+        if (sdk == null) {
+            // Debezium's EventRouter asks for the global instance when it loads, which makes it a no-op one when nothing set
+            // it: the global instance is taken only when it makes real spans (an agent, or an application embedding us).
+            if (GlobalOpenTelemetry.isSet() && GlobalOpenTelemetry.get().getTracer("io.outboxrouter.probe").spanBuilder("probe")
+                    .startSpan().getSpanContext().isValid()) {
+                sdk = GlobalOpenTelemetry.get();
+            } else {
+                // Flushed by the SDK's own shutdown hook.
+                sdk = AutoConfiguredOpenTelemetrySdk.builder()
+                        .addPropertiesSupplier(() -> Map.of("otel.service.name", "outbox-router", "otel.metrics.exporter", "none",
+                                "otel.logs.exporter", "none"))
+                        .build().getOpenTelemetrySdk();
+            }
+        }
+        return sdk;
     }
 
     public boolean enabled() {

@@ -31,6 +31,9 @@ class TracingIT {
 
     @BeforeAll
     static void installOpenTelemetry() {
+        // As an agent would, first thing; an earlier test in this JVM may have loaded Debezium's EventRouter, which takes
+        // the global instance (a no-op one) when it loads.
+        GlobalOpenTelemetry.resetForTest();
         GlobalOpenTelemetry.set(OpenTelemetrySdk.builder()
                 .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(SPANS)).build())
                 .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
