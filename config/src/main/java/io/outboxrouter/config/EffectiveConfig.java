@@ -75,7 +75,7 @@ public final class EffectiveConfig {
                     "header", ConfigNode.lower(eventRouter.header())));
         }
         routing.put("dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
-                "topic", c.routing().deadLetters().topic()));
+                "topic", c.routing().deadLetters().topic(), "parking-topic", c.routing().deadLetters().parkingTopic()));
         var cloudEvents = c.routing().cloudEvents();
         routing.put("envelope", cloudEvents == null ? "none" : "cloudevents");
         if (cloudEvents != null) {

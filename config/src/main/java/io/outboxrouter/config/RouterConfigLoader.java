@@ -33,6 +33,7 @@ import java.util.regex.Pattern;
 public final class RouterConfigLoader {
     public static final String DEFAULT_TOPIC = "outbox.event.${aggregatetype}";
     public static final String DEFAULT_DEAD_LETTER_TOPIC = "outbox.dead-letters";
+    public static final String DEFAULT_PARKING_TOPIC = "outbox.parked";
     public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
     /**
      * On Postgres, at least once: at most five offset writes a second. Each is a transaction on the offsets database (by
@@ -418,7 +419,14 @@ public final class RouterConfigLoader {
         if (!TopicTemplate.isLegalTopic(dlTopic)) {
             dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
         }
-        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic), eventRouter, cloudEvents(n, outbox, eventRouter));
+        String parkingTopic = dl.string("parking-topic", DEFAULT_PARKING_TOPIC);
+        if (!TopicTemplate.isLegalTopic(parkingTopic)) {
+            dl.problem(dl.key("parking-topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + parkingTopic + "\")");
+        } else if (parkingTopic.equals(dlTopic)) {
+            dl.problem(dl.key("parking-topic"), "must not be the dead-letter topic (both are \"" + parkingTopic + "\"): held events "
+                    + "are released from it, dead letters are not");
+        }
+        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic, parkingTopic), eventRouter, cloudEvents(n, outbox, eventRouter));
     }
 
     /** {@code routing.envelope} and {@code routing.cloudevents.*}; null when events are not wrapped. */

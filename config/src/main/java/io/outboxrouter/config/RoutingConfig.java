@@ -42,10 +42,19 @@ public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventR
         /** Stop the router with the reason; the row is retried on restart. */
         FAIL,
         /** Log the row and its reason, publish nothing, go on. */
-        SKIP
+        SKIP,
+        /**
+         * Dead-letter the row and park its aggregate: the aggregate's later events are held in the parking topic, in order,
+         * until an operator releases or drops it; every other aggregate flows.
+         */
+        PARK_AGGREGATE
     }
 
-    public record DeadLetters(DeadLetterPolicy policy, String topic) {
+    /** @param parkingTopic where a parked aggregate's events are held ({@link DeadLetterPolicy#PARK_AGGREGATE}) */
+    public record DeadLetters(DeadLetterPolicy policy, String topic, String parkingTopic) {
+        public DeadLetters(DeadLetterPolicy policy, String topic) {
+            this(policy, topic, "outbox.parked");
+        }
     }
 
     /** How a key, value or header becomes bytes: Debezium Server's {@code debezium.format.*} choices that we offer. */

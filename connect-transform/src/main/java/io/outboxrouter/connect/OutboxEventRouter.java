@@ -162,6 +162,11 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
                         config.routing().cloudEvents());
         this.deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         this.policy = config.routing().deadLetters().policy();
+        if (policy == RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
+            throw new ConfigException("routing.dead-letters.policy", "park-aggregate", "a transformation cannot hold back an "
+                    + "aggregate's later records (Kafka Connect sends every record it returns): park-aggregate is the router's; "
+                    + "use dead-letter, skip or fail here");
+        }
     }
 
     /** Connect's flat keys as the router's YAML tree. */

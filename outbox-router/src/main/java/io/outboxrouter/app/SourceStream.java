@@ -104,9 +104,14 @@ final class SourceStream implements AutoCloseable {
         var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
         var routing = Routings.of(config, quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix());
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
+        var parking = new io.outboxrouter.kafka.ParkingTopic(config.kafka(), config.routing().deadLetters().parkingTopic());
         return new SourceStream(config, Source.of(config),
-                sink -> new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,
-                        io.outboxrouter.tracing.PublishTracing.of(config)), metrics,
+                sink -> {
+                    var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,
+                            io.outboxrouter.tracing.PublishTracing.of(config), parking, config.name());
+                    handler.parked().ifPresent(parked -> metrics.parked(() -> parked.get().parked(), () -> parked.get().oldest()));
+                    return handler;
+                }, metrics,
                 acceptGap);
     }
 
@@ -157,6 +162,12 @@ final class SourceStream implements AutoCloseable {
                     table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
             }
+            try {
+                handler.activate(); // the parked aggregates, read before the first event
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while reading the parking topic", e);
+            }
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
             activatedBefore = true;
@@ -201,6 +212,10 @@ final class SourceStream implements AutoCloseable {
                 var transactional = new TransactionalPublisher(config.kafka(), config.name(), streamsInProcess(config),
                         Duration.ofMillis(200), metrics);
                 sink = transactional;
+                var previousHandler = handler;
+                if (previousHandler != null) {
+                    previousHandler.close();
+                }
                 handler = handlers.apply(transactional);
                 transactional.activate();
                 int shards = config.source().postgres().shards();
@@ -314,6 +329,10 @@ final class SourceStream implements AutoCloseable {
             }
             if (config.kafka().exactlyOnce() && sink != null) {
                 sink.close(); // its open transaction is aborted; the next activation makes a new producer
+            }
+            var h = handler;
+            if (h != null) {
+                h.close(); // what it read of the parking topic is read again by the next activation
             }
         }
 
@@ -449,6 +468,10 @@ final class SourceStream implements AutoCloseable {
                     s.close();
                 }
             } finally {
+                var h = handler;
+                if (h != null) {
+                    h.close();
+                }
                 leadership.close();
                 monitor.ifPresent(SlotMonitor::close);
                 statementInserts.ifPresent(StatementInsertWatch::detach);

@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "outbox-router", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Publishes every committed outbox row to Kafka, from the database's replication stream.",
         subcommands = {RunCommand.class, CheckCommand.class, ConfigCommand.class, SchemaCommand.class, OffsetsCommand.class, ReplayCommand.class,
-                AuditCommand.class, ReshardCommand.class, CommandLine.HelpCommand.class})
+                AuditCommand.class, ParkedCommand.class, ReshardCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
     static final int EXIT_FAILED = 1;
     static final int EXIT_USAGE = 2;

@@ -287,6 +287,7 @@ final class OffsetsCommand {
                 Map<String, String> entries;
                 // Rows that cannot be routed go where the stream would send them: dead letters, or a stop before anything is stored.
                 var deadLetters = policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.DEAD_LETTER
+                        || policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE // dead letters; it parks nothing
                         ? Optional.of(new io.outboxrouter.routing.DeadLetters(c.routing().deadLetters().topic(), c.outbox().columns()))
                         : Optional.<io.outboxrouter.routing.DeadLetters>empty();
                 try (var slot = SlotRecovery.create(c)) {

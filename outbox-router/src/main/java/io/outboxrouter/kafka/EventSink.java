@@ -14,6 +14,10 @@ public interface EventSink extends AutoCloseable {
 
     /** A record the sink will never take, at its index in the batch. */
     record Refused(int index, Exception error) {
+        /** The same refusal, its index moved by {@code by} (a part of a larger list was sent). */
+        public Refused shifted(int by) {
+            return new Refused(index + by, error);
+        }
     }
 
     /**

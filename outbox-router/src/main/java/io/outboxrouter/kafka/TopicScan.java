@@ -14,6 +14,7 @@ import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
@@ -58,8 +59,21 @@ public final class TopicScan {
      * @return the records read
      */
     public long scan(List<String> topics, Instant from, Consumer<Seen> each) {
+        return scanRecords(topics, from, r -> each.accept(new Seen(r.topic(), r.partition(), r.offset(), r.key() == null ? null
+                : new String(r.key(), StandardCharsets.UTF_8), header(r.headers(), "id"), header(r.headers(), "aggregatetype"),
+                "true".equals(header(r.headers(), "replayed")), r.headers().lastHeader("dead-letter.reason") != null)));
+    }
+
+    /** As {@link #scan}, each record whole. */
+    public long scanRecords(List<String> topics, Instant from, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+        return scanRecords(clientConfig, topics, from, each, new HashMap<>());
+    }
+
+    /** @param ends filled with the end each partition had when the scan began: where a follower of the topics goes on */
+    static long scanRecords(Properties clientConfig, List<String> topics, Instant from, Consumer<ConsumerRecord<byte[], byte[]>> each,
+                            Map<TopicPartition, Long> ends) {
         long read = 0;
-        try (var consumer = consumer()) {
+        try (var consumer = consumer(clientConfig)) {
             var partitions = new ArrayList<TopicPartition>();
             for (String t : topics) {
                 consumer.partitionsFor(t, Duration.ofSeconds(30)).forEach(p -> partitions.add(new TopicPartition(p.topic(), p.partition())));
@@ -69,6 +83,7 @@ public final class TopicScan {
             }
             consumer.assign(partitions);
             Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+            ends.putAll(end);
             if (from == null) {
                 consumer.seekToBeginning(partitions);
             } else {
@@ -106,9 +121,7 @@ public final class TopicScan {
                         continue;
                     }
                     read++;
-                    each.accept(new Seen(r.topic(), r.partition(), r.offset(), r.key() == null ? null
-                            : new String(r.key(), StandardCharsets.UTF_8), header(r.headers(), "id"), header(r.headers(), "aggregatetype"),
-                            "true".equals(header(r.headers(), "replayed")), r.headers().lastHeader("dead-letter.reason") != null));
+                    each.accept(r);
                 }
                 for (var it = open.iterator(); it.hasNext(); ) {
                     var p = it.next();
@@ -128,7 +141,7 @@ public final class TopicScan {
         return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
     }
 
-    private KafkaConsumer<byte[], byte[]> consumer() {
+    static KafkaConsumer<byte[], byte[]> consumer(Properties clientConfig) {
         // earliest: a segment deleted under the scan moves it to the log's new start, not past everything to its end.
         return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000",
                 ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"));

@@ -23,6 +23,14 @@ public interface RouterListener {
     default void skipped(String reason) {
     }
 
+    /** An event of a parked aggregate was acknowledged on the parking topic ({@code routing.dead-letters.policy: park-aggregate}). */
+    default void held() {
+    }
+
+    /** A held event was published to its topic by a release. */
+    default void released() {
+    }
+
     /** A change arrived from a captured table that is not an outbox table the router routes: nothing is published for it. */
     default void unrouted(String table) {
     }

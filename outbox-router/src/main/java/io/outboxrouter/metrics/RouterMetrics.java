@@ -94,6 +94,9 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         logEvents = shardView == null ? LogEventCounter.bindTo(registry) : null;
     }
 
+    private final java.util.concurrent.atomic.AtomicReference<java.util.function.IntSupplier> parkedCount = new java.util.concurrent.atomic.AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicReference<Supplier<Instant>> parkedOldest = new java.util.concurrent.atomic.AtomicReference<>();
+
     /** The meters of one shard of a {@link #sharded} router, in its registry, labelled {@code shard="index"}. */
     public RouterMetrics shard(int index) {
         var view = new CompositeMeterRegistry();
@@ -145,6 +148,33 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
             commitToAck.record(latency.isNegative() ? Duration.ZERO : latency);
             lastCommitTime.accumulateAndGet(commitTime, (a, b) -> a == null || b.isAfter(a) ? b : a);
         }
+    }
+
+    /**
+     * The parked aggregates ({@code park-aggregate}): how many, and the age of the oldest park. Each activation's handler
+     * gives its own; the gauges read the latest.
+     */
+    public void parked(java.util.function.IntSupplier count, Supplier<Instant> oldest) {
+        boolean first = parkedCount.getAndSet(count) == null;
+        parkedOldest.set(oldest);
+        if (first) {
+            Gauge.builder("outbox.router.parked.aggregates", parkedCount, c -> c.get().getAsInt())
+                    .description("aggregates parked: their events are held until released").strongReference(true).register(registry);
+            Gauge.builder("outbox.router.parked.oldest.age.seconds", parkedOldest, o -> ageSeconds(o.get().get()))
+                    .description("age of the oldest park (NaN when none)").strongReference(true).register(registry);
+        }
+    }
+
+    @Override
+    public void held() {
+        Counter.builder("outbox.router.held.events").description("events of parked aggregates held on the parking topic")
+                .register(registry).increment();
+    }
+
+    @Override
+    public void released() {
+        Counter.builder("outbox.router.released.events").description("held events published by a release")
+                .register(registry).increment();
     }
 
     @Override

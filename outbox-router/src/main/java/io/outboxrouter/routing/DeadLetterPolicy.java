@@ -46,7 +46,7 @@ final class DeadLetterPolicy {
                                                            Supplier<ProducerRecord<byte[], byte[]>> letter) {
         ChangeEvent change = reject.change();
         switch (policy) {
-            case DEAD_LETTER -> {
+            case DEAD_LETTER, PARK_AGGREGATE -> {
                 LOG.warn("Dead-lettering row at {} of {}: {}", change.position(), change.table(), reject.reason());
                 return Optional.of(letter.get());
             }

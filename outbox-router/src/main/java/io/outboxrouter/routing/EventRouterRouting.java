@@ -37,6 +37,10 @@ public final class EventRouterRouting implements Routing {
     private final Converter values;
     private final HeaderConverter headers;
     private final boolean timestamps;
+    /** The column the record key comes from ({@code table.field.event.key}): the aggregate a parked event belongs to. */
+    private final String keyColumn;
+    /** The event id column ({@code table.field.event.id}). */
+    private final String idColumn;
 
     /**
      * @param outboxTables the captured tables that are outboxes
@@ -50,6 +54,24 @@ public final class EventRouterRouting implements Routing {
         this.values = converter(mode.value(), false);
         this.headers = (HeaderConverter) converter(mode.header(), false, "header");
         this.timestamps = mode.options().timestampColumn().isPresent();
+        this.keyColumn = mode.options().get(EventRouterOptions.KEY);
+        this.idColumn = mode.options().get(EventRouterOptions.ID);
+    }
+
+    @Override
+    public java.util.Optional<String> aggregateOf(ChangeEvent change) {
+        return columnText(change, keyColumn);
+    }
+
+    @Override
+    public java.util.Optional<String> eventIdOf(ChangeEvent change) {
+        return columnText(change, idColumn);
+    }
+
+    private static java.util.Optional<String> columnText(ChangeEvent change, String column) {
+        Object v = column == null ? null : change.row().get(column);
+        return v == null ? java.util.Optional.empty()
+                : java.util.Optional.of(v instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.UTF_8) : v.toString());
     }
 
     private static Converter converter(RoutingConfig.Format format, boolean isKey) {

@@ -12,6 +12,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RecordTooLargeException;
@@ -49,12 +50,40 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
     }
 
+    /** An event of a parked aggregate, written to the parking topic in its place. */
+    private record Held(ProducerRecord<byte[], byte[]> record) implements Outcome {
+        @Override
+        public void acknowledged(RouterListener listener, Instant ackTime) {
+            listener.held();
+        }
+    }
+
+    /** A released event, published to its topic from the parking topic. */
+    private record Released(ProducerRecord<byte[], byte[]> record) implements Outcome {
+        @Override
+        public void acknowledged(RouterListener listener, Instant ackTime) {
+            listener.released();
+        }
+    }
+
+    /**
+     * A parking marker (an aggregate parked, a row's place, a release done). At least once, it is written only after
+     * every record before it is acknowledged: a marker in the topic means what came before it is published.
+     */
+    private record Marker(ProducerRecord<byte[], byte[]> record) implements Outcome {
+        @Override
+        public void acknowledged(RouterListener listener, Instant ackTime) {
+        }
+    }
+
     private final Routing routing;
     private final io.outboxrouter.tracing.PublishTracing tracing;
     private final DeadLetterPolicy policy;
     private final EventSink sink;
     private final RouterListener listener;
     private final Set<String> warnedTables = new HashSet<>();
+    /** The {@code park-aggregate} policy's state; null under the other policies. */
+    private final Parking parking;
     /**
      * Transactional sink: what was sent since the last commit, to report once the next commit acknowledges it. Counts, not
      * the events: a source transaction of any size is one Kafka transaction. Engine thread only.
@@ -73,30 +102,104 @@ public final class OutboxBatchHandler implements ChangeHandler {
     /** @param tracing a span for each event published ({@code tracing.enabled}) */
     public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
                               RouterListener listener, io.outboxrouter.tracing.PublishTracing tracing) {
+        this(routing, policy, deadLetters, sink, listener, tracing, null, null);
+    }
+
+    /**
+     * @param parking where parked aggregates' events are held, under {@code park-aggregate} (null: not parking)
+     * @param stream  the stream's name (the router's, or its shard's): whose parks these are
+     */
+    public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
+                              RouterListener listener, io.outboxrouter.tracing.PublishTracing tracing,
+                              io.outboxrouter.kafka.ParkingTopic parking, String stream) {
         this.tracing = tracing;
         this.routing = routing;
+        this.parking = policy == RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE
+                ? new Parking(java.util.Objects.requireNonNull(parking, "parking topic"), stream) : null;
         this.policy = new DeadLetterPolicy(policy, deadLetters, listener);
         this.sink = sink;
         this.listener = listener;
     }
 
+    /** The parked aggregates, for the status page and the metrics; empty under other policies. */
+    public Optional<java.util.function.Supplier<Parking.Summary>> parked() {
+        return parking == null ? Optional.empty() : Optional.of(parking::summary);
+    }
+
+    /**
+     * Carries out the releases and drops requested, between batches (called by the thread that follows the parking
+     * topic). Exactly-once, only between Kafka transactions, in one of its own: the release reads every held event
+     * committed. A release that fails is tried again with the next request or at the next start; its events may then
+     * be published twice, in order.
+     *
+     * @return whether a request is still waiting (a Kafka transaction was open)
+     */
+    synchronized boolean carryOutRequests() throws Retry.GaveUpException, InterruptedException {
+        if (sink.transactional() && uncommitted.total > 0) {
+            return true;
+        }
+        var outcomes = new ArrayList<Outcome>();
+        for (var release : parking.takeRequests()) {
+            release.publish().forEach(r -> outcomes.add(new Released(r)));
+            outcomes.add(new Marker(parking.released(release)));
+        }
+        if (outcomes.isEmpty()) {
+            return false;
+        }
+        List<EventSink.Refused> refused;
+        if (sink.transactional()) {
+            refused = sink.send(records(outcomes));
+            if (refused.isEmpty()) {
+                sink.commit(null);
+            }
+        } else {
+            refused = sendInOrder(outcomes);
+        }
+        if (!refused.isEmpty()) {
+            throw new UnroutableEventException("a released event for topic " + outcomes.get(refused.get(0).index()).record().topic()
+                    + " is refused by Kafka: " + refused.get(0).error().getMessage());
+        }
+        var ackTime = Instant.now();
+        outcomes.forEach(o -> o.acknowledged(listener, ackTime));
+        return false;
+    }
+
+    /**
+     * Before the engine starts: under {@code park-aggregate}, reads the parking topic (what is parked, which requests
+     * wait) and follows it for requests, so that a release is carried out also while no event arrives.
+     */
+    public synchronized void activate() throws InterruptedException {
+        if (parking != null) {
+            parking.ensureLoaded(this::carryOutRequests);
+        }
+    }
+
+    /** Synchronized with {@link #carryOutRequests}, which runs between batches on another thread. */
     @Override
-    public void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
+    public synchronized void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var outcomes = new ArrayList<Outcome>(batch.size());
+        if (parking != null) {
+            parking.ensureLoaded(this::carryOutRequests);
+        }
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
                 var tooLarge = sink.refusesForSize(p.record());
-                if (tooLarge.isEmpty()) {
+                var park = parking == null ? Optional.<ParkedAggregates.Park>empty() : routing.aggregateOf(change).flatMap(parking::parkOf);
+                if (tooLarge.isEmpty() && park.isPresent()) {
+                    outcomes.add(new Held(parking.hold(park.get(), change, routing.eventIdOf(change).orElse(null), p.record())));
+                } else if (tooLarge.isEmpty()) {
                     outcomes.add(new Event(change, p.record()));
                 } else {
                     // Decided before anything is sent: its dead letter keeps its place, and under the fail policy nothing
                     // after it is published.
                     policy.tooLarge(change, p.record(), new RecordTooLargeException(tooLarge.get()))
                             .ifPresent(letter -> outcomes.add(new DeadLetter("too_large", letter)));
+                    park(change, "too_large", outcomes);
                 }
             } else if (result instanceof RoutingResult.Reject reject) {
                 policy.decide(reject).ifPresent(letter -> outcomes.add(new DeadLetter(reject.kind(), letter)));
+                park(change, reject.kind() + ": " + reject.reason(), outcomes);
             } else if (result instanceof RoutingResult.Unrouted unrouted) {
                 unrouted(unrouted.table(), change);
             }
@@ -114,7 +217,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
             uncommitted.spans.addAll(spans);
             return;
         }
-        var refused = sink.send(records(outcomes));
+        var refused = sendInOrder(outcomes);
         var ackTime = Instant.now();
         var refusedIndexes = new HashSet<Integer>();
         var letters = new ArrayList<Outcome>();
@@ -125,10 +228,16 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
             // Everything else was acknowledged; dead letters go to another topic, so no aggregate's order changes.
             if (!(outcomes.get(r.index()) instanceof Event event)) {
-                throw new UnroutableEventException("a dead letter for topic " + outcomes.get(r.index()).record().topic()
-                        + " is itself refused by Kafka: " + r.error().getMessage());
+                throw new UnroutableEventException("a record for topic " + outcomes.get(r.index()).record().topic()
+                        + " (a dead letter, or a parked aggregate's) is refused by Kafka: " + r.error().getMessage());
             }
             policy.tooLarge(event.change(), event.record(), r.error()).ifPresent(letter -> letters.add(new DeadLetter("too_large", letter)));
+            if (parking != null) {
+                // Kafka refused it after the batch was sent: the aggregate's later events in this batch are published already.
+                var marker = new ArrayList<Outcome>();
+                park(event.change(), "too_large", marker);
+                letters.addAll(marker);
+            }
         }
         if (!sink.send(records(letters)).isEmpty()) {
             throw new UnroutableEventException("dead letters without payload were refused by Kafka too; check the dead-letter topic");
@@ -148,9 +257,16 @@ public final class OutboxBatchHandler implements ChangeHandler {
         return sink.transactional();
     }
 
+    /** Stops following the parking topic; a later activation reads it again. */
+    public void close() {
+        if (parking != null) {
+            parking.close();
+        }
+    }
+
     /** Commits the records handled since the last commit with the position after them; then they count as published. */
     @Override
-    public void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
+    public synchronized void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         sink.commit(position);
         tracing.acknowledged(uncommitted.spans);
         uncommitted.spans.clear();
@@ -164,6 +280,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
 
         private final java.util.Map<Published, long[]> published = new java.util.LinkedHashMap<>();
         private final java.util.Map<String, Integer> deadLettered = new java.util.HashMap<>();
+        /** Held and released events: counted one by one (a park holds few). */
+        private final List<Outcome> others = new ArrayList<>();
         /** The spans of the events sent since the last commit: they end when the commit is acknowledged. */
         private final List<io.opentelemetry.api.trace.Span> spans = new ArrayList<>();
         private long total;
@@ -179,6 +297,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
                     published.computeIfAbsent(new Published(e.record().topic(), e.change().commitTime()), k -> new long[1])[0]++;
                 } else if (outcome instanceof DeadLetter d) {
                     deadLettered.merge(d.reason(), 1, Integer::sum);
+                } else if (outcome instanceof Held || outcome instanceof Released) {
+                    others.add(outcome);
                 }
             }
         }
@@ -197,10 +317,46 @@ public final class OutboxBatchHandler implements ChangeHandler {
             if (total > 0) {
                 listener.batchPublished((int) Math.min(total, Integer.MAX_VALUE), Duration.ofNanos(System.nanoTime() - since));
             }
+            others.forEach(o -> o.acknowledged(listener, ackTime));
             published.clear();
             deadLettered.clear();
+            others.clear();
             total = 0;
         }
+    }
+
+    /**
+     * Under {@code park-aggregate}: parks the aggregate of a row that could not be routed (its dead letter is in
+     * {@code outcomes} already). A row that names no aggregate is only dead-lettered.
+     */
+    private void park(ChangeEvent change, String reason, List<Outcome> outcomes) {
+        if (parking == null) {
+            return;
+        }
+        var aggregate = routing.aggregateOf(change);
+        if (aggregate.isEmpty()) {
+            LOG.warn("The row at {} of {} names no aggregate: it is dead-lettered, and nothing is parked", change.position(), change.table());
+            return;
+        }
+        outcomes.add(new Marker(parking.poisoned(aggregate.get(), change, routing.eventIdOf(change).orElse(null), reason)));
+    }
+
+    /**
+     * Sends at least once, every marker only after what comes before it is acknowledged.
+     *
+     * @return what Kafka refused, by index in {@code outcomes}
+     */
+    private List<EventSink.Refused> sendInOrder(List<Outcome> outcomes) throws Retry.GaveUpException, InterruptedException {
+        var refused = new ArrayList<EventSink.Refused>();
+        int from = 0;
+        for (int i = 1; i <= outcomes.size(); i++) {
+            if (i == outcomes.size() || outcomes.get(i) instanceof Marker) {
+                int offset = from;
+                sink.send(records(outcomes.subList(from, i))).forEach(r -> refused.add(r.shifted(offset)));
+                from = i;
+            }
+        }
+        return refused;
     }
 
     /** A change no outbox table explains: the configuration names a table the database calls otherwise. */

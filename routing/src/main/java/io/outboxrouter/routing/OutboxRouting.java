@@ -126,6 +126,28 @@ public final class OutboxRouting implements Routing {
         return routeRow(change, row);
     }
 
+    @Override
+    public java.util.Optional<String> aggregateOf(ChangeEvent change) {
+        return rowOf(change).map(row -> text(row.get(columns.aggregateId())));
+    }
+
+    @Override
+    public java.util.Optional<String> eventIdOf(ChangeEvent change) {
+        return rowOf(change).map(row -> text(row.get(columns.id())));
+    }
+
+    /** A table row as it is, a message's content read as one; empty when that content cannot be read. */
+    private java.util.Optional<Map<String, Object>> rowOf(ChangeEvent change) {
+        if (!change.operation().isMessage()) {
+            return java.util.Optional.of(change.row());
+        }
+        try {
+            return java.util.Optional.of(MessageContent.parse((byte[]) change.row().get(ChangeEvent.MESSAGE_CONTENT), columns));
+        } catch (MessageContent.Invalid | RuntimeException e) {
+            return java.util.Optional.empty();
+        }
+    }
+
     /**
      * A logical decoding message with the configured prefix: its content is the event ({@link MessageContent}). One
      * written outside a transaction is refused: it is not atomic with the business transaction (written even when that

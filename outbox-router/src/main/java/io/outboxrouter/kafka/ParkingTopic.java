@@ -1,0 +1,145 @@
+package io.outboxrouter.kafka;
+
+import io.outboxrouter.config.KafkaConfig;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The parking topic's reads and the operator's requests: created with unlimited retention when missing (held events
+ * must outlive any park), read whole at start, then followed for requests.
+ */
+public final class ParkingTopic {
+    private static final Logger LOG = LoggerFactory.getLogger(ParkingTopic.class);
+
+    private final Properties clientConfig;
+    private final String topic;
+
+    public ParkingTopic(KafkaConfig kafka, String topic) {
+        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-parking");
+        this.topic = topic;
+    }
+
+    public String name() {
+        return topic;
+    }
+
+    /** Creates the topic when missing (one partition, nothing deleted by age or size); warns when it deletes by age. */
+    public void ensureExists() throws ExecutionException, InterruptedException {
+        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+            try {
+                var resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+                var config = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource);
+                var retention = config.get(TopicConfig.RETENTION_MS_CONFIG);
+                if (retention != null && !"-1".equals(retention.value())) {
+                    LOG.warn("The parking topic {} deletes records after {} ms (retention.ms): a park held longer loses its held events. "
+                            + "Set retention.ms=-1 on it", topic, retention.value());
+                }
+                return;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new ExecutionException("the parking topic " + topic + " could not be described in 30 s", e);
+            }
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()).configs(Map.of(
+                        TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1")))).all().get();
+                LOG.info("Created the parking topic {} (unlimited retention)", topic);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /**
+     * Every record of the topic up to its end now, in order per partition; records it does not know are passed over.
+     *
+     * @return where each partition ended: what {@link #follow} goes on from
+     */
+    public Map<TopicPartition, Long> read(Consumer<ParkingRecord> each) {
+        var ends = new HashMap<TopicPartition, Long>();
+        TopicScan.scanRecords(clientConfig, List.of(topic), null, r -> ParkingRecord.of(r).ifPresent(each), ends);
+        return ends;
+    }
+
+    /** A reader of what is written to the topic after {@code from}: the operator's requests, for a running router. */
+    public Follower follow(Map<TopicPartition, Long> from) {
+        return new Follower(from);
+    }
+
+    /** Writes an operator's request (or any record), acknowledged by every in-sync replica before it returns. */
+    public void write(ParkingRecord record) throws ExecutionException, InterruptedException {
+        var props = new Properties();
+        props.putAll(clientConfig);
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+        try (var producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
+            producer.send(record.toRecord(topic)).get();
+        }
+    }
+
+    /** Reads on from where the start-up read ended; engine thread only. */
+    public final class Follower implements AutoCloseable {
+        private final KafkaConsumer<byte[], byte[]> consumer;
+        private volatile boolean stopped;
+
+        private Follower(Map<TopicPartition, Long> from) {
+            consumer = TopicScan.consumer(clientConfig);
+            var partitions = new ArrayList<>(from.keySet());
+            consumer.assign(partitions);
+            from.forEach(consumer::seek);
+        }
+
+        /** What arrived since the last call (waiting at most {@code wait}); empty once {@link #stop} was called. */
+        public List<ParkingRecord> poll(Duration wait) {
+            var out = new ArrayList<ParkingRecord>();
+            try {
+                for (var r : consumer.poll(wait)) {
+                    ParkingRecord.of(r).ifPresent(out::add);
+                }
+            } catch (org.apache.kafka.common.errors.WakeupException e) {
+                // stop() was called
+            }
+            return out;
+        }
+
+        /** Ends a {@link #poll} under way, from any thread; the next {@link #stopped} says so. */
+        public void stop() {
+            stopped = true;
+            consumer.wakeup();
+        }
+
+        public boolean stopped() {
+            return stopped;
+        }
+
+        @Override
+        public void close() {
+            consumer.close(Duration.ofSeconds(5));
+        }
+    }
+}

@@ -1,0 +1,165 @@
+package io.outboxrouter.routing;
+
+import io.outboxrouter.kafka.ParkingRecord;
+import io.outboxrouter.kafka.ParkingRecord.Action;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Which aggregates are parked, folded from the parking topic's records in order, and the order a release publishes a
+ * park's held events in. No I/O: the router feeds it what it reads and what it writes, {@code parked list} what it reads.
+ */
+public final class ParkedAggregates {
+
+    /**
+     * @param id       the park's id: the stream, position and event id of the row that parked it
+     * @param event    the event id of that row (its fixed copy, inserted again with this id, is released first); may be null
+     * @param held     events held so far (a crash may count some twice; a release sends each once)
+     */
+    public record Park(String stream, String aggregate, String id, String reason, String position, String event, Instant since,
+                       long held) {
+        Park withHeld(long n) {
+            return new Park(stream, aggregate, id, reason, position, event, since, n);
+        }
+    }
+
+    /** An operator's request not carried out yet. */
+    public record Request(Action action, String aggregate, String id, Instant at) {
+    }
+
+    private record Key(String stream, String aggregate) {
+    }
+
+    /** Only this stream's parks; null: every stream's. */
+    private final String stream;
+    private final Map<Key, Park> parked = new LinkedHashMap<>();
+    private final Map<String, Request> requests = new LinkedHashMap<>();
+
+    public ParkedAggregates(String stream) {
+        this.stream = stream;
+    }
+
+    public void apply(ParkingRecord r) {
+        Instant time = r.time() == null ? Instant.now() : r.time();
+        if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
+            // A request is for the park it was made under: one for an aggregate not parked then applies to no later park.
+            if (parked.keySet().stream().anyMatch(k -> k.aggregate().equals(r.aggregate()))) {
+                requests.put(r.aggregate(), new Request(r.action(), r.aggregate(), r.request(), time));
+            }
+            return;
+        }
+        if (r.stream() == null || (stream != null && !stream.equals(r.stream()))) {
+            return;
+        }
+        var key = new Key(r.stream(), r.aggregate());
+        var park = parked.get(key);
+        switch (r.action()) {
+            case PARK -> {
+                if (park == null) {
+                    requests.remove(r.aggregate());
+                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0));
+                }
+            }
+            case HOLD -> {
+                if (park != null && park.id().equals(r.park())) {
+                    parked.put(key, park.withHeld(park.held() + 1));
+                }
+            }
+            case RELEASED, DROPPED -> {
+                if (park != null && park.id().equals(r.park())) {
+                    parked.remove(key);
+                }
+                var request = requests.get(r.aggregate());
+                if (request != null && request.id().equals(r.request())) {
+                    requests.remove(r.aggregate());
+                }
+            }
+            default -> {
+                // SLOT and REPARK change nothing here: they matter to the release order
+            }
+        }
+    }
+
+    /** This stream's park of an aggregate. */
+    public Optional<Park> park(String aggregate) {
+        return Optional.ofNullable(parked.get(new Key(stream, aggregate)));
+    }
+
+    /** Every park, oldest first. */
+    public List<Park> parks() {
+        var out = new ArrayList<>(parked.values());
+        out.sort(Comparator.comparing(Park::since));
+        return out;
+    }
+
+    /** The requests for aggregates parked now, oldest first; a request for one that is not parked is passed over. */
+    public List<Request> pendingRequests() {
+        var out = new ArrayList<Request>();
+        for (var r : requests.values()) {
+            boolean parkedHere = parked.keySet().stream().anyMatch(k -> k.aggregate().equals(r.aggregate()));
+            if (parkedHere) {
+                out.add(r);
+            }
+        }
+        return out;
+    }
+
+    /** Forgets a request that applies to nothing parked. */
+    public void forget(Request request) {
+        requests.remove(request.aggregate(), request);
+    }
+
+    /**
+     * The held events of a park, in the order a release publishes them: as they were held, each once; a held event
+     * whose id is that of a row that could not be routed (its fixed copy) takes that row's place; and the events a run
+     * held before it read the parking row again (a re-park: they came before that row and were published) are left out.
+     *
+     * @param records the aggregate's records of the parking topic, in order
+     */
+    public static List<ParkingRecord> releaseOrder(List<ParkingRecord> records, String parkId) {
+        var ofPark = records.stream().filter(r -> parkId.equals(r.park())).toList();
+        var voided = new HashSet<Integer>();
+        for (int i = 0; i < ofPark.size(); i++) {
+            if (ofPark.get(i).action() == Action.REPARK) {
+                for (int j = 0; j < i; j++) {
+                    var r = ofPark.get(j);
+                    if (r.action() == Action.HOLD && r.run() != null && r.run().equals(ofPark.get(i).run())) {
+                        voided.add(j);
+                    }
+                }
+            }
+        }
+        var out = new ArrayList<ParkingRecord>();
+        Set<Integer> used = new HashSet<>();
+        Set<String> sent = new HashSet<>();
+        for (int i = 0; i < ofPark.size(); i++) {
+            var r = ofPark.get(i);
+            if ((r.action() == Action.PARK || r.action() == Action.SLOT) && r.event() != null) {
+                for (int j = 0; j < ofPark.size(); j++) {
+                    var fix = ofPark.get(j);
+                    if (fix.action() == Action.HOLD && !voided.contains(j) && !used.contains(j) && r.event().equals(fix.event())) {
+                        used.add(j);
+                        if (sent.add(identity(fix))) {
+                            out.add(fix);
+                        }
+                        break;
+                    }
+                }
+            } else if (r.action() == Action.HOLD && !voided.contains(i) && !used.contains(i) && sent.add(identity(r))) {
+                out.add(r);
+            }
+        }
+        return out;
+    }
+
+    private static String identity(ParkingRecord held) {
+        return held.event() + "@" + held.position();
+    }
+}
