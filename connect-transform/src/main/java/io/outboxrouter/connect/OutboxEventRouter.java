@@ -163,8 +163,8 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
         this.deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         this.policy = config.routing().deadLetters().policy();
         if (policy == RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
-            throw new ConfigException("routing.dead-letters.policy", "park-aggregate", "a transformation cannot hold back an "
-                    + "aggregate's later records (Kafka Connect sends every record it returns): park-aggregate is the router's; "
+            throw new ConfigException("routing.dead-letters.policy: park-aggregate is the router's, not the transformation's: a "
+                    + "transformation cannot hold back an aggregate's later records (Kafka Connect sends every record it returns); "
                     + "use dead-letter, skip or fail here");
         }
     }

@@ -18,10 +18,12 @@ import java.util.Map;
  * @param slot           the Postgres slot as last measured; null for binlog sources or before the first measurement
  * @param retention      what outbox retention has done; null when it is off
  * @param perMinute      events published per minute, oldest first, the current minute last
+ * @param parkedCount    aggregates parked ({@code park-aggregate}); {@code parked} lists the oldest of them
  */
 record RouterStatus(String router, RouterState state, String source, Instant startedAt, long published, long deadLetters, long skipped,
                     long retries, Instant offsetStoredAt, long offsetWritesFailed, Map<String, String> storedOffsets, String offsetsError,
-                    SlotMonitor.SlotState slot, Retention.Status retention, List<RecentProblems.Problem> problems, long[] perMinute) {
+                    SlotMonitor.SlotState slot, Retention.Status retention, List<RecentProblems.Problem> problems, long[] perMinute,
+                    int parkedCount, List<io.outboxrouter.metrics.RouterMetrics.ParkedAggregate> parked) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     boolean streaming() {
@@ -67,6 +69,13 @@ record RouterStatus(String router, RouterState state, String source, Instant sta
                     .put("last_error", retention.lastError());
             var oldest = r.putObject("oldest_row_age_seconds");
             retention.oldestKept().forEach((table, age) -> oldest.put(table, age.toMillis() / 1000.0));
+        }
+        if (parkedCount > 0) {
+            var p = o.putObject("parked");
+            p.put("count", parkedCount);
+            var oldest = p.putArray("oldest");
+            parked.forEach(a -> oldest.addObject().put("aggregate", a.aggregate()).put("since", a.since().toString())
+                    .put("position", a.position()).put("reason", a.reason()).put("held", a.held()));
         }
         var minutes = o.putArray("published_per_minute");
         for (long n : perMinute) {

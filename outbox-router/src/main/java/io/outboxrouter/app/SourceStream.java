@@ -109,7 +109,8 @@ final class SourceStream implements AutoCloseable {
                 sink -> {
                     var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,
                             io.outboxrouter.tracing.PublishTracing.of(config), parking, config.name());
-                    handler.parked().ifPresent(parked -> metrics.parked(() -> parked.get().parked(), () -> parked.get().oldest()));
+                    handler.parked().ifPresent(parked -> metrics.parked(() -> parked.get().parked(), () -> parked.get().first().stream()
+                            .map(p -> new RouterMetrics.ParkedAggregate(p.aggregate(), p.since(), p.position(), p.reason(), p.held())).toList()));
                     return handler;
                 }, metrics,
                 acceptGap);

@@ -96,6 +96,15 @@ final class StatusPage {
         h.append("<text x=\"0\" y=\"").append(ht + 15).append("\" font-size=\"11\">-60 min</text><text x=\"").append(w - 20).append("\" y=\"")
                 .append(ht + 15).append("\" font-size=\"11\">now</text></svg>");
 
+        if (s.parkedCount() > 0) {
+            h.append("<h2 class=\"bad\">Parked aggregates: ").append(s.parkedCount()).append("</h2><p>Their events are held until "
+                    + "<code>outbox-router parked release</code> (or <code>drop</code>); oldest first.</p><table><tr><th>aggregate</th>"
+                    + "<th>parked</th><th>by the row at</th><th>reason</th><th>held</th></tr>");
+            s.parked().forEach(p -> h.append("<tr><td><code>").append(esc(p.aggregate())).append("</code></td><td>")
+                    .append(human(Duration.between(p.since(), Instant.now()))).append(" ago</td><td>").append(esc(p.position()))
+                    .append("</td><td>").append(esc(p.reason())).append("</td><td>").append(p.held()).append("</td></tr>"));
+            h.append("</table>");
+        }
         h.append("<h2>Stored offsets</h2>");
         if (s.offsetsError() != null) {
             h.append("<p class=\"bad\">").append(esc(s.offsetsError())).append("</p>");

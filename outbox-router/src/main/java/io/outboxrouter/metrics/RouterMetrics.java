@@ -95,7 +95,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     }
 
     private final java.util.concurrent.atomic.AtomicReference<java.util.function.IntSupplier> parkedCount = new java.util.concurrent.atomic.AtomicReference<>();
-    private final java.util.concurrent.atomic.AtomicReference<Supplier<Instant>> parkedOldest = new java.util.concurrent.atomic.AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicReference<Supplier<List<ParkedAggregate>>> parkedList = new java.util.concurrent.atomic.AtomicReference<>();
 
     /** The meters of one shard of a {@link #sharded} router, in its registry, labelled {@code shard="index"}. */
     public RouterMetrics shard(int index) {
@@ -150,19 +150,35 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         }
     }
 
+    /** A parked aggregate as the status page shows it. */
+    public record ParkedAggregate(String aggregate, Instant since, String position, String reason, long held) {
+    }
+
     /**
-     * The parked aggregates ({@code park-aggregate}): how many, and the age of the oldest park. Each activation's handler
-     * gives its own; the gauges read the latest.
+     * The parked aggregates ({@code park-aggregate}): how many, and the oldest first (at most a few). Each activation's
+     * handler gives its own; the gauges and the status page read the latest.
      */
-    public void parked(java.util.function.IntSupplier count, Supplier<Instant> oldest) {
+    public void parked(java.util.function.IntSupplier count, Supplier<List<ParkedAggregate>> oldestFirst) {
         boolean first = parkedCount.getAndSet(count) == null;
-        parkedOldest.set(oldest);
+        parkedList.set(oldestFirst);
         if (first) {
             Gauge.builder("outbox.router.parked.aggregates", parkedCount, c -> c.get().getAsInt())
                     .description("aggregates parked: their events are held until released").strongReference(true).register(registry);
-            Gauge.builder("outbox.router.parked.oldest.age.seconds", parkedOldest, o -> ageSeconds(o.get().get()))
+            Gauge.builder("outbox.router.parked.oldest.age.seconds", parkedList,
+                            l -> ageSeconds(l.get().get().isEmpty() ? null : l.get().get().get(0).since()))
                     .description("age of the oldest park (NaN when none)").strongReference(true).register(registry);
         }
+    }
+
+    /** How many aggregates are parked (0 when the policy does not park), and the oldest of them. */
+    public int parkedCount() {
+        var c = parkedCount.get();
+        return shards.isEmpty() ? (c == null ? 0 : c.getAsInt()) : shards.stream().mapToInt(RouterMetrics::parkedCount).sum();
+    }
+
+    public List<ParkedAggregate> parkedOldestFirst() {
+        var l = parkedList.get();
+        return l == null ? List.of() : l.get();
     }
 
     @Override

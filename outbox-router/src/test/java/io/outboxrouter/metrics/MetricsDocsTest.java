@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -63,6 +64,9 @@ class MetricsDocsTest {
             metrics.published("outbox.event.Order", Instant.now(), Instant.now());
             metrics.deadLettered("invalid_json");
             metrics.skipped("invalid_json");
+            metrics.held();
+            metrics.released();
+            metrics.parked(() -> 1, () -> List.of(new RouterMetrics.ParkedAggregate("a", Instant.now(), "lsn:0/1", "illegal_topic", 2)));
             metrics.unrouted("public.other");
             metrics.batchPublished(1, Duration.ofMillis(1));
             metrics.retentionDeleted("public.outbox", 1);
