@@ -121,6 +121,104 @@ class ParkAggregateIT {
         }
     }
 
+    /**
+     * SIGKILLs of a router process while aggregates park and their events are held: after the fixes and the releases,
+     * every event arrived, and each aggregate's first deliveries are in order, the fixed rows in the bad rows' places.
+     */
+    @org.junit.jupiter.api.Test
+    void crashesWhileParkedLoseNothingAndKeepOrder() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkcrash"));
+        String topics = OutboxContract.unique("parkcrash");
+        int port = OutboxContract.freePort();
+        String yaml = "name: " + OutboxContract.unique("parkcrash-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + topics + "-parked\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\n"
+                + "http:\n  enabled: true\n  listen: 127.0.0.1:" + port + "\n";
+        var file = Files.writeString(dir.resolve("router.yaml"), yaml);
+        var log = dir.resolve("router.log");
+        long seed = Long.getLong("outbox.it.crash-seed", System.nanoTime());
+        System.out.printf("park crash test: seed %d (repeat with -Doutbox.it.crash-seed=%d)%n", seed, seed);
+        var random = new java.util.Random(seed);
+        int aggregates = 12;
+        var seqs = new int[aggregates];
+        var written = java.util.Collections.synchronizedSet(new java.util.HashSet<UUID>());
+        // Aggregates 0 and 1 get a bad row as their 5th event; aggregate 2 as its 5th and 9th.
+        var bad = new java.util.concurrent.ConcurrentHashMap<UUID, TestEvent>();
+        var flowing = java.util.concurrent.ConcurrentHashMap.<UUID>newKeySet();
+        var stop = new java.util.concurrent.atomic.AtomicBoolean();
+        var load = java.util.concurrent.Executors.newSingleThreadExecutor();
+        RouterProcess router = null;
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), java.util.regex.Pattern.quote(topics) + "\\..*");
+             var c = db.connect()) {
+            router = RouterProcess.start(file, port, log).awaitReady(Duration.ofSeconds(90));
+            var writer = load.submit(() -> {
+                var loadRandom = new java.util.Random(seed);
+                try (var w = db.connect()) {
+                    while (!stop.get()) {
+                        int a = loadRandom.nextInt(aggregates);
+                        int seq = ++seqs[a];
+                        var good = TestEvent.of("Order", "agg-" + a, seq);
+                        boolean poison = (a <= 2 && seq == 5) || (a == 2 && seq == 9);
+                        var e = poison ? new TestEvent(good.id(), "Bad Order", good.aggregateId(), good.type(), seq, good.payload()) : good;
+                        db.insert(w, e);
+                        w.commit();
+                        written.add(e.id());
+                        if (a > 2) {
+                            flowing.add(e.id());
+                        }
+                        if (poison) {
+                            bad.put(e.id(), good);
+                        }
+                        Thread.sleep(2);
+                    }
+                }
+                return null;
+            });
+            for (int kill = 1; kill <= 3; kill++) {
+                Thread.sleep(1_500 + random.nextInt(2_500));
+                router.kill();
+                System.out.printf("park crash test: SIGKILL %d of 3 with %d events written%n", kill, written.size());
+                Thread.sleep(random.nextInt(1_000));
+                router = RouterProcess.start(file, port, log).awaitReady(Duration.ofSeconds(90));
+            }
+            Thread.sleep(1_000);
+            stop.set(true);
+            writer.get();
+            assertThat(bad).as("bad rows written").hasSize(4);
+
+            // Every event of the aggregates that never parked arrives while the others are held.
+            kafka.awaitIds(flowing, Duration.ofSeconds(120));
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("3 parked aggregate(s)"));
+            // Fix each bad row (same id) and release its aggregate.
+            for (var fixed : bad.values()) {
+                try (var st = c.prepareStatement("DELETE FROM public.outbox WHERE id = ?")) {
+                    st.setObject(1, fixed.id());
+                    st.executeUpdate();
+                }
+                db.insert(c, fixed);
+                c.commit();
+            }
+            for (String aggregate : List.of("agg-0", "agg-1", "agg-2")) {
+                var released = run(file, "parked", "release", aggregate);
+                assertThat(released.code()).as(released.out()).isZero();
+            }
+            kafka.awaitIds(Set.copyOf(written), Duration.ofSeconds(120));
+            var received = kafka.settle(Duration.ofSeconds(2));
+            assertThat(router.stop(Duration.ofSeconds(60))).isZero();
+            System.out.printf("park crash test: %d events written, %d records read, %d distinct%n", written.size(), received.size(),
+                    kafka.receivedIds().size());
+            assertThat(kafka.receivedIds()).containsExactlyInAnyOrderElementsOf(written);
+            OutboxContract.assertOrderPerAggregate(received);
+        } finally {
+            stop.set(true);
+            load.shutdownNow();
+            if (router != null) {
+                router.close();
+            }
+        }
+    }
+
     private record Result(int code, String out) {
     }
 
