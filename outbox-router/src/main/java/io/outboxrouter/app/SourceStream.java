@@ -108,7 +108,9 @@ final class SourceStream implements AutoCloseable {
         return new SourceStream(config, Source.of(config),
                 sink -> {
                     var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,
-                            io.outboxrouter.tracing.PublishTracing.of(config), parking, config.name());
+                            io.outboxrouter.tracing.PublishTracing.of(config), parking, config.name(),
+                            new int[] {config.shard().map(io.outboxrouter.config.Shard::index).orElse(0),
+                                    config.shard().map(io.outboxrouter.config.Shard::count).orElse(1)});
                     handler.parked().ifPresent(parked -> metrics.parked(() -> parked.get().parked(), () -> parked.get().first().stream()
                             .map(p -> new RouterMetrics.ParkedAggregate(p.aggregate(), p.since(), p.position(), p.reason(), p.held())).toList()));
                     return handler;

@@ -42,9 +42,11 @@ final class ParkedCommand {
         return c;
     }
 
-    static ParkedAggregates read(ParkingTopic topic) {
+    static ParkedAggregates read(ParkingTopic topic) throws Exception {
         var all = new ParkedAggregates(null);
-        topic.read(all::apply);
+        if (topic.exists()) {
+            topic.read(all::apply);
+        }
         return all;
     }
 
@@ -119,22 +121,29 @@ final class ParkedCommand {
             long deadline = System.nanoTime() + waitFor.toNanos();
             while (System.nanoTime() < deadline) {
                 Thread.sleep(1000);
-                var done = new ArrayList<ParkingRecord>();
+                // Done when the park ended, by this request or by another one for the same aggregate.
+                var ended = new ArrayList<ParkingRecord>();
+                var now = new ParkedAggregates(null);
                 topic.read(r -> {
-                    if (id.equals(r.request())) {
-                        done.add(r);
+                    now.apply(r);
+                    if (r.aggregate().equals(aggregate) && (r.action() == Action.RELEASED || r.action() == Action.DROPPED)) {
+                        ended.add(r);
                     }
                 });
-                if (done.stream().anyMatch(r -> r.action() == Action.RELEASED || r.action() == Action.DROPPED)) {
-                    System.out.println("Aggregate " + aggregate + ": " + (verb.equals("release") ? "released (its held events are "
-                            + "published in order)" : "dropped (its held events stay in " + topic.name() + ")") + "; it flows again.");
+                if (now.parks().stream().noneMatch(p -> p.aggregate().equals(aggregate)) && !ended.isEmpty()) {
+                    var last = ended.get(ended.size() - 1);
+                    boolean released = last.action() == Action.RELEASED;
+                    System.out.println("Aggregate " + aggregate + ": " + (released ? "released (its held events are published in order)"
+                            : "dropped (its held events stay in " + topic.name() + ")") + "; it flows again."
+                            + (id.equals(last.request()) ? "" : " (By another request than this one.)"));
                     return 0;
                 }
             }
             System.out.println("Requested the " + verb + " of aggregate " + aggregate + " (request " + id + "). "
-                    + (waitFor.isZero() ? "" : "No router carried it out within " + waitFor + ": ")
-                    + "the router does it between batches while it runs, or at its next start; `parked list` shows it as requested "
-                    + "until then.");
+                    + (waitFor.isZero() ? "" : "No router carried it out within " + waitFor + ". ")
+                    + "A running router carries it out between batches, a stopped one at its next start; if the router runs, its "
+                    + "log says why it did not (a Kafka transaction still open, a release that failed and is tried again). "
+                    + "`parked list` shows the request until then.");
             return waitFor.isZero() ? 0 : Main.EXIT_FAILED;
         }
     }

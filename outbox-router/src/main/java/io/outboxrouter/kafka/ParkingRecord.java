@@ -90,9 +90,14 @@ public record ParkingRecord(Action action, String aggregate, String stream, Stri
                 held.value(), List.copyOf(headers), null, -1);
     }
 
-    /** The record to write to the parking topic. */
+    /** The record to write to the parking topic, in the partition of the aggregate id's hash. */
     public ProducerRecord<byte[], byte[]> toRecord(String parkingTopic) {
-        var out = new ProducerRecord<byte[], byte[]>(parkingTopic, null, aggregate.getBytes(StandardCharsets.UTF_8), value);
+        return toRecord(parkingTopic, null);
+    }
+
+    /** The record to write to the parking topic, in {@code partition} (null: by the aggregate id's hash). */
+    public ProducerRecord<byte[], byte[]> toRecord(String parkingTopic, Integer partition) {
+        var out = new ProducerRecord<byte[], byte[]>(parkingTopic, partition, aggregate.getBytes(StandardCharsets.UTF_8), value);
         headers.forEach(h -> out.headers().add(h));
         add(out, ACTION, action.wire());
         add(out, STREAM, stream);

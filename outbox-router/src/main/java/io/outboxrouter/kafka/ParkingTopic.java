@@ -33,25 +33,37 @@ public final class ParkingTopic {
 
     private final Properties clientConfig;
     private final String topic;
+    private final Duration giveUpAfter;
 
     public ParkingTopic(KafkaConfig kafka, String topic) {
         this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-parking");
         this.topic = topic;
+        this.giveUpAfter = kafka.giveUpAfter();
+    }
+
+    /** How long the router tries to read the topic at start before it stops ({@code kafka.give-up-after}; zero: forever). */
+    public Duration giveUpAfter() {
+        return giveUpAfter;
     }
 
     public String name() {
         return topic;
     }
 
-    /** Creates the topic when missing (one partition, nothing deleted by age or size); warns when it deletes by age. */
-    public void ensureExists() throws ExecutionException, InterruptedException {
+    /**
+     * Creates the topic when missing (a partition per stream, nothing deleted by age or size); warns when it deletes by
+     * age.
+     *
+     * @return how many partitions it has
+     */
+    public int ensureExists(int partitions) throws ExecutionException, InterruptedException {
         try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
             if (!admin.listTopics().names().get().contains(topic)) {
                 try {
-                    admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()).configs(Map.of(
+                    admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()).configs(Map.of(
                             TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1")))).all().get();
                     LOG.info("Created the parking topic {} (unlimited retention)", topic);
-                    return;
+                    return partitions;
                 } catch (ExecutionException e) {
                     if (!(e.getCause() instanceof TopicExistsException)) {
                         throw e;
@@ -71,6 +83,7 @@ public final class ParkingTopic {
                 LOG.warn("Could not read the parking topic {}'s retention.ms ({}): make sure it keeps records as long as a park may last",
                         topic, e.getCause() == null ? e.toString() : e.getCause().toString());
             }
+            return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size();
         }
     }
 
@@ -81,8 +94,30 @@ public final class ParkingTopic {
      */
     public Map<TopicPartition, Long> read(Consumer<ParkingRecord> each) {
         var ends = new HashMap<TopicPartition, Long>();
-        TopicScan.scanRecords(clientConfig, List.of(topic), null, r -> ParkingRecord.of(r).ifPresent(each), ends);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        // A topic created a moment ago may not be in the client's metadata yet: read it once it has partitions.
+        while (ends.isEmpty()) {
+            TopicScan.scanRecords(clientConfig, List.of(topic), null, r -> ParkingRecord.of(r).ifPresent(each), ends);
+            if (ends.isEmpty()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the parking topic " + topic + " has no partitions the router can see after 30 s");
+                }
+                try {
+                    Thread.sleep(500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while reading the parking topic " + topic, e);
+                }
+            }
+        }
         return ends;
+    }
+
+    /** Whether the topic exists (for the commands, which create nothing). */
+    public boolean exists() throws ExecutionException, InterruptedException {
+        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+            return admin.listTopics().names().get().contains(topic);
+        }
     }
 
     /** A reader of what is written to the topic after {@code from}: the operator's requests, for a running router. */

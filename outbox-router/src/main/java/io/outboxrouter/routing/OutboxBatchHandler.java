@@ -102,20 +102,21 @@ public final class OutboxBatchHandler implements ChangeHandler {
     /** @param tracing a span for each event published ({@code tracing.enabled}) */
     public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
                               RouterListener listener, io.outboxrouter.tracing.PublishTracing tracing) {
-        this(routing, policy, deadLetters, sink, listener, tracing, null, null);
+        this(routing, policy, deadLetters, sink, listener, tracing, null, null, new int[] {0, 1});
     }
 
     /**
      * @param parking where parked aggregates' events are held, under {@code park-aggregate} (null: not parking)
      * @param stream  the stream's name (the router's, or its shard's): whose parks these are
+     * @param shard   the stream's shard index and how many there are ({@code {0, 1}} when not sharded)
      */
     public OutboxBatchHandler(Routing routing, RoutingConfig.DeadLetterPolicy policy, DeadLetters deadLetters, EventSink sink,
                               RouterListener listener, io.outboxrouter.tracing.PublishTracing tracing,
-                              io.outboxrouter.kafka.ParkingTopic parking, String stream) {
+                              io.outboxrouter.kafka.ParkingTopic parking, String stream, int[] shard) {
         this.tracing = tracing;
         this.routing = routing;
         this.parking = policy == RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE
-                ? new Parking(java.util.Objects.requireNonNull(parking, "parking topic"), stream) : null;
+                ? new Parking(java.util.Objects.requireNonNull(parking, "parking topic"), stream, shard[0], shard[1]) : null;
         this.policy = new DeadLetterPolicy(policy, deadLetters, listener);
         this.sink = sink;
         this.listener = listener;
@@ -135,13 +136,17 @@ public final class OutboxBatchHandler implements ChangeHandler {
      * @return whether a request is still waiting (a Kafka transaction was open)
      */
     synchronized boolean carryOutRequests() throws Retry.GaveUpException, InterruptedException {
+        if (parking.stale()) {
+            return false; // the stream lost its lock or stops: the next activation carries it out
+        }
         if (sink.transactional() && uncommitted.total > 0) {
             return true;
         }
         var outcomes = new ArrayList<Outcome>();
-        for (var release : parking.takeRequests()) {
+        var releases = parking.takeRequests();
+        for (var release : releases) {
             release.publish().forEach(r -> outcomes.add(new Released(r)));
-            outcomes.add(new Marker(parking.released(release)));
+            outcomes.add(new Marker(parking.marker(release)));
         }
         if (outcomes.isEmpty()) {
             return false;
@@ -161,6 +166,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
         var ackTime = Instant.now();
         outcomes.forEach(o -> o.acknowledged(listener, ackTime));
+        releases.forEach(parking::done); // only now: a release that failed leaves the aggregate parked and the request waiting
         return false;
     }
 
@@ -170,7 +176,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
      */
     public synchronized void activate() throws InterruptedException {
         if (parking != null) {
-            parking.ensureLoaded(this::carryOutRequests);
+            parking.load(this::carryOutRequests);
         }
     }
 
@@ -178,16 +184,25 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public synchronized void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var outcomes = new ArrayList<Outcome>(batch.size());
-        if (parking != null) {
-            parking.ensureLoaded(this::carryOutRequests);
+        if (parking != null && parking.stale()) {
+            // A batch of an engine being stopped (the lock was lost): what it read of the parking topic may be old.
+            throw new IllegalStateException("the stream was stopped (its lock lost, or the router stopping) while this batch waited");
         }
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
                 var tooLarge = sink.refusesForSize(p.record());
                 var park = parking == null ? Optional.<ParkedAggregates.Park>empty() : routing.aggregateOf(change).flatMap(parking::parkOf);
+                ProducerRecord<byte[], byte[]> held = null;
                 if (tooLarge.isEmpty() && park.isPresent()) {
-                    outcomes.add(new Held(parking.hold(park.get(), change, routing.eventIdOf(change).orElse(null), p.record())));
+                    var hold = parking.hold(park.get(), change, routing.eventIdOf(change).orElse(null), p.record());
+                    held = hold.toRecord(parking.topic());
+                    // Held whole with its headers, it is larger than the event: too large held is too large sent.
+                    tooLarge = sink.refusesForSize(held);
+                    held = tooLarge.isEmpty() ? parking.held(hold) : null;
+                }
+                if (held != null) {
+                    outcomes.add(new Held(held));
                 } else if (tooLarge.isEmpty()) {
                     outcomes.add(new Event(change, p.record()));
                 } else {
@@ -338,7 +353,8 @@ public final class OutboxBatchHandler implements ChangeHandler {
             LOG.warn("The row at {} of {} names no aggregate: it is dead-lettered, and nothing is parked", change.position(), change.table());
             return;
         }
-        outcomes.add(new Marker(parking.poisoned(aggregate.get(), change, routing.eventIdOf(change).orElse(null), reason)));
+        parking.poisoned(aggregate.get(), change, routing.eventIdOf(change).orElse(null), reason)
+                .ifPresent(marker -> outcomes.add(new Marker(marker)));
     }
 
     /**

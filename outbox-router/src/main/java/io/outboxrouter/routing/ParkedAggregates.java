@@ -41,6 +41,8 @@ public final class ParkedAggregates {
     private final String stream;
     private final Map<Key, Park> parked = new LinkedHashMap<>();
     private final Map<String, Request> requests = new LinkedHashMap<>();
+    /** Parks released or dropped: their row, read again after a crash, parks nothing. */
+    private final Set<String> finished = new HashSet<>();
 
     public ParkedAggregates(String stream) {
         this.stream = stream;
@@ -62,7 +64,7 @@ public final class ParkedAggregates {
         var park = parked.get(key);
         switch (r.action()) {
             case PARK -> {
-                if (park == null) {
+                if (park == null && !finished.contains(r.park())) {
                     requests.remove(r.aggregate());
                     parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0));
                 }
@@ -73,6 +75,7 @@ public final class ParkedAggregates {
                 }
             }
             case RELEASED, DROPPED -> {
+                finished.add(r.park());
                 if (park != null && park.id().equals(r.park())) {
                     parked.remove(key);
                 }
@@ -90,6 +93,11 @@ public final class ParkedAggregates {
     /** This stream's park of an aggregate. */
     public Optional<Park> park(String aggregate) {
         return Optional.ofNullable(parked.get(new Key(stream, aggregate)));
+    }
+
+    /** Whether the park of this id was released or dropped. */
+    public boolean finished(String parkId) {
+        return finished.contains(parkId);
     }
 
     /** Every park, oldest first. */
@@ -118,22 +126,18 @@ public final class ParkedAggregates {
 
     /**
      * The held events of a park, in the order a release publishes them: as they were held, each once; a held event
-     * whose id is that of a row that could not be routed (its fixed copy) takes that row's place; and the events a run
-     * held before it read the parking row again (a re-park: they came before that row and were published) are left out.
+     * whose id is that of a row that could not be routed (its fixed copy) takes that row's place. A re-park (the row
+     * that parked the aggregate read again, after a crash before a stored position covered it) voids what came before
+     * it: the held events before it were published already or are held again after it, in order.
      *
      * @param records the aggregate's records of the parking topic, in order
      */
     public static List<ParkingRecord> releaseOrder(List<ParkingRecord> records, String parkId) {
         var ofPark = records.stream().filter(r -> parkId.equals(r.park())).toList();
-        var voided = new HashSet<Integer>();
+        int lastRepark = -1;
         for (int i = 0; i < ofPark.size(); i++) {
             if (ofPark.get(i).action() == Action.REPARK) {
-                for (int j = 0; j < i; j++) {
-                    var r = ofPark.get(j);
-                    if (r.action() == Action.HOLD && r.run() != null && r.run().equals(ofPark.get(i).run())) {
-                        voided.add(j);
-                    }
-                }
+                lastRepark = i;
             }
         }
         var out = new ArrayList<ParkingRecord>();
@@ -141,10 +145,11 @@ public final class ParkedAggregates {
         Set<String> sent = new HashSet<>();
         for (int i = 0; i < ofPark.size(); i++) {
             var r = ofPark.get(i);
-            if ((r.action() == Action.PARK || r.action() == Action.SLOT) && r.event() != null) {
-                for (int j = 0; j < ofPark.size(); j++) {
+            boolean place = r.action() == Action.PARK || r.action() == Action.REPARK || (r.action() == Action.SLOT && i > lastRepark);
+            if (place && r.event() != null) {
+                for (int j = Math.max(0, lastRepark); j < ofPark.size(); j++) {
                     var fix = ofPark.get(j);
-                    if (fix.action() == Action.HOLD && !voided.contains(j) && !used.contains(j) && r.event().equals(fix.event())) {
+                    if (fix.action() == Action.HOLD && j > lastRepark && !used.contains(j) && r.event().equals(fix.event())) {
                         used.add(j);
                         if (sent.add(identity(fix))) {
                             out.add(fix);
@@ -152,7 +157,7 @@ public final class ParkedAggregates {
                         break;
                     }
                 }
-            } else if (r.action() == Action.HOLD && !voided.contains(i) && !used.contains(i) && sent.add(identity(r))) {
+            } else if (r.action() == Action.HOLD && i > lastRepark && !used.contains(i) && sent.add(identity(r))) {
                 out.add(r);
             }
         }

@@ -8,22 +8,26 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The {@code park-aggregate} policy's state on a running stream: which aggregates are parked (read from the parking
- * topic when the stream starts), the records that hold their events and mark what happened, and the operator's
- * requests (followed on a thread of their own, carried out on the engine thread between batches). Engine thread only,
- * but for the request queue.
+ * topic as the stream is activated), the records that hold their events and mark what happened, and the operator's
+ * requests (followed on a thread of their own, carried out between batches under the handler's lock). The handler's
+ * lock guards everything but the request queue and the flags.
  */
 public final class Parking implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Parking.class);
+    /** How long a failed release waits before it is tried again. */
+    private static final Duration RETRY_AFTER = Duration.ofSeconds(30);
 
     /** A release or drop to carry out: what to publish, in order, then the marker that ends the park. */
     record Release(ParkedAggregates.Park park, List<ProducerRecord<byte[], byte[]>> publish, ParkingRecord marker) {
@@ -34,19 +38,31 @@ public final class Parking implements AutoCloseable {
         static final Summary NONE = new Summary(0, null, List.of());
     }
 
+    /** What carries the requests out; returns whether one must wait (tried again a second later). */
+    @FunctionalInterface
+    interface Requests {
+        boolean carryOut() throws Exception;
+    }
+
     private final ParkingTopic topic;
     private final String stream;
+    /** The partition this stream writes to: its own when shards share the topic, so that no other's transaction hides it. */
+    private final int partition;
+    private final int shards;
     private ParkedAggregates state;
     private String run;
     private volatile ParkingTopic.Follower following;
-    /** Set when the stream loses its lock or stops: the next batch (of a later activation) reads the topic again. */
-    private volatile boolean stale;
+    /** Set when the stream loses its lock or stops: nothing more is held, released or read until the next activation. */
+    private volatile boolean stale = true;
     private final ConcurrentLinkedQueue<ParkingRecord> arrived = new ConcurrentLinkedQueue<>();
     private volatile Summary summary = Summary.NONE;
 
-    Parking(ParkingTopic topic, String stream) {
+    /** @param shard the stream's shard index (0 for a router that is not sharded), and how many there are */
+    Parking(ParkingTopic topic, String stream, int shard, int shards) {
         this.topic = topic;
         this.stream = stream;
+        this.partition = shard;
+        this.shards = Math.max(1, shards);
     }
 
     String topic() {
@@ -57,31 +73,44 @@ public final class Parking implements AutoCloseable {
         return summary;
     }
 
-    /** What carries the requests out; returns whether one must wait (tried again a second later). */
-    @FunctionalInterface
-    interface Requests {
-        boolean carryOut() throws Exception;
+    /** Whether the stream was closed since it was activated: a batch still under way must not act on the old state. */
+    boolean stale() {
+        return stale;
     }
 
     /**
-     * Reads the parking topic on the first batch of an activation: what is parked, and which requests wait; then
-     * follows it on a thread of its own, which carries each request out as it arrives (and those that waited).
+     * Reads the parking topic as the stream is activated: what is parked, and which requests wait. Then follows it on
+     * a thread of its own, which carries each request out as it arrives (and those that waited).
      */
-    void ensureLoaded(Requests requests) throws InterruptedException {
-        if (state != null && !stale) {
-            return;
-        }
+    void load(Requests requests) throws InterruptedException {
         stopFollowing();
-        stale = false;
         arrived.clear();
         var loaded = new ParkedAggregates(stream);
-        java.util.Map<org.apache.kafka.common.TopicPartition, Long> ends;
-        try {
-            topic.ensureExists();
-            ends = topic.read(loaded::apply);
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("cannot read the parking topic " + topic.name() + " (routing.dead-letters.parking-topic): "
-                    + e.getCause().getMessage(), e.getCause());
+        Map<TopicPartition, Long> ends;
+        int partitions;
+        long started = System.nanoTime();
+        for (long backoff = 1_000; ; backoff = Math.min(backoff * 2, 30_000)) {
+            try {
+                partitions = topic.ensureExists(shards);
+                ends = topic.read(loaded::apply);
+                break;
+            } catch (ExecutionException | RuntimeException e) {
+                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+                boolean givingUp = !topic.giveUpAfter().isZero() && System.nanoTime() - started > topic.giveUpAfter().toNanos();
+                if (givingUp || cause instanceof org.apache.kafka.common.errors.AuthorizationException) {
+                    throw new IllegalStateException("cannot read the parking topic " + topic.name() + " (routing.dead-letters.parking-topic): "
+                            + cause.getMessage(), cause);
+                }
+                LOG.warn("Cannot read the parking topic {} yet ({}); trying again in {} s (kafka.give-up-after)", topic.name(),
+                        cause.toString(), backoff / 1000);
+                loaded = new ParkedAggregates(stream);
+                Thread.sleep(backoff);
+            }
+        }
+        if (partitions < shards) {
+            throw new IllegalStateException("the parking topic " + topic.name() + " has " + partitions + " partition(s), fewer than the "
+                    + shards + " shards: each shard writes its own, so that another shard's open Kafka transaction never hides a "
+                    + "held event from it. Fix: kafka-topics.sh --alter --topic " + topic.name() + " --partitions " + shards);
         }
         state = loaded;
         run = UUID.randomUUID().toString();
@@ -93,38 +122,55 @@ public final class Parking implements AutoCloseable {
         }
         var follow = topic.follow(ends);
         following = follow;
+        stale = false;
         boolean waiting = !state.pendingRequests().isEmpty();
-        var follower = new Thread(() -> {
-            boolean pending = waiting;
-            try (follow) {
-                while (!follow.stopped()) {
+        var follower = new Thread(() -> follow(follow, requests, waiting), "parking-" + stream);
+        follower.setDaemon(true);
+        follower.start();
+        summarize();
+    }
+
+    /** The follower's loop: requests as they arrive; a failed release again after a while; a failed read from where it was. */
+    private void follow(ParkingTopic.Follower follow, Requests requests, boolean waiting) {
+        boolean pending = waiting;
+        long notBefore = 0;
+        try (follow) {
+            while (!follow.stopped()) {
+                try {
                     for (var r : follow.poll(Duration.ofSeconds(1))) {
                         if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
                             LOG.info("Read a {} of aggregate {} (request {})", r.action().wire(), r.aggregate(), r.request());
                             arrived.add(r);
                             pending = true;
+                            notBefore = 0;
                         }
                     }
-                    if (pending && !follow.stopped()) {
-                        try {
-                            pending = requests.carryOut();
-                        } catch (InterruptedException e) {
-                            return;
-                        } catch (Exception e) {
-                            LOG.error("A release or drop of a parked aggregate failed ({}); it is tried again at the next start, "
-                                    + "or with the next request (a release's events may then be published twice, in order)", e.toString(), e);
-                            pending = false;
-                        }
+                } catch (RuntimeException e) {
+                    LOG.warn("Reading the parking topic {} for requests failed ({}); reading on in 5 s", topic.name(), e.toString());
+                    sleep(Duration.ofSeconds(5));
+                    continue;
+                }
+                if (pending && !follow.stopped() && System.nanoTime() - notBefore >= 0) {
+                    try {
+                        pending = requests.carryOut();
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (Exception e) {
+                        LOG.error("A release or drop of a parked aggregate failed ({}); it is tried again in {} s (a release's events may "
+                                + "then be published twice, in order)", e.toString(), RETRY_AFTER.toSeconds(), e);
+                        notBefore = System.nanoTime() + RETRY_AFTER.toNanos();
                     }
                 }
-            } catch (RuntimeException e) {
-                LOG.warn("Stopped following the parking topic {} for requests ({}); a release or drop is read at the next start",
-                        topic.name(), e.toString());
             }
-        }, "parking-" + stream);
-        follower.setDaemon(true);
-        follower.start();
-        summarize();
+        }
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The park an event of this aggregate is held by, if any. */
@@ -132,19 +178,29 @@ public final class Parking implements AutoCloseable {
         return state.park(aggregate);
     }
 
-    /** Holds an event of a parked aggregate: the record to write to the parking topic in its place. */
-    ProducerRecord<byte[], byte[]> hold(ParkedAggregates.Park park, ChangeEvent change, String eventId, ProducerRecord<byte[], byte[]> event) {
-        var r = ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, change.position(), event);
-        state.apply(r);
-        return r.toRecord(topic.name());
+    /** The parking record that holds an event of a parked aggregate; {@link #held} once it is to be sent. */
+    ParkingRecord hold(ParkedAggregates.Park park, ChangeEvent change, String eventId, ProducerRecord<byte[], byte[]> event) {
+        return ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, change.position(), event);
+    }
+
+    /** A held event goes out: counted, and the record to send. */
+    ProducerRecord<byte[], byte[]> held(ParkingRecord hold) {
+        state.apply(hold);
+        return hold.toRecord(topic.name(), partition);
     }
 
     /**
      * A row of this aggregate could not be routed (it is dead-lettered): parks the aggregate, or marks the row's place
-     * when it is parked already, or marks that the row that parked it is read again.
+     * when it is parked already, or marks that the row that parked it is read again. Empty when the row's park was
+     * released or dropped already (read again after a crash): its aggregate flows.
      */
-    ProducerRecord<byte[], byte[]> poisoned(String aggregate, ChangeEvent change, String eventId, String reason) {
+    Optional<ProducerRecord<byte[], byte[]>> poisoned(String aggregate, ChangeEvent change, String eventId, String reason) {
         String id = stream + "@" + change.position() + "#" + (eventId == null ? "" : eventId);
+        if (state.finished(id)) {
+            LOG.warn("The row at {} that parked aggregate {} is read again after its park ended: dead-lettered again, and the "
+                    + "aggregate flows", change.position(), aggregate);
+            return Optional.empty();
+        }
         var park = state.park(aggregate);
         ParkingRecord r;
         if (park.isEmpty()) {
@@ -152,19 +208,20 @@ public final class Parking implements AutoCloseable {
             LOG.warn("Parked aggregate {} of stream {}: the row at {} cannot be routed ({}). Its later events are held in {} until "
                     + "`outbox-router parked release {}` (or drop)", aggregate, stream, change.position(), reason, topic.name(), aggregate);
         } else if (park.get().id().equals(id)) {
-            // Read again after a restart before a stored position covered it: what this run held so far came before it.
+            // Read again after a restart before a stored position covered it: what was held before came before it.
             r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, change.position(), reason, null);
         } else {
             r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, change.position(), reason, null);
         }
         state.apply(r);
         summarize();
-        return r.toRecord(topic.name());
+        return Optional.of(r.toRecord(topic.name(), partition));
     }
 
     /**
      * The releases and drops requested, each read whole from the parking topic: call only when every record written
-     * before is readable (acknowledged, or committed under exactly-once), with the handler's lock.
+     * before is readable (acknowledged, or committed under exactly-once), with the handler's lock. Nothing changes
+     * until {@link #done} says the release went out.
      */
     List<Release> takeRequests() {
         for (ParkingRecord r; (r = arrived.poll()) != null; ) {
@@ -189,17 +246,23 @@ public final class Parking implements AutoCloseable {
                     null, null, null, request.id());
             LOG.warn("{} aggregate {} of stream {} (parked since {} at {}): {} held event(s) {}", release ? "Releasing" : "Dropping",
                     request.aggregate(), stream, park.get().since(), park.get().position(), held.size(),
-                    release ? "published in order" : "not published (they stay in " + topic.name() + ")");
+                    release ? "to be published in order" : "not published (they stay in " + topic.name() + ")");
             out.add(new Release(park.get(), release ? held.stream().map(ParkingRecord::released).toList() : List.of(), marker));
         }
         return out;
     }
 
-    /** The marker of a release that Kafka acknowledged: the aggregate flows again. */
-    ProducerRecord<byte[], byte[]> released(Release release) {
+    /** The marker of a release, to send once its events are acknowledged. */
+    ProducerRecord<byte[], byte[]> marker(Release release) {
+        return release.marker().toRecord(topic.name(), partition);
+    }
+
+    /** The release's events and marker are acknowledged (committed): the aggregate flows again. */
+    void done(Release release) {
         state.apply(release.marker());
+        LOG.warn("Aggregate {} of stream {} flows again ({})", release.park().aggregate(), stream,
+                release.marker().action() == Action.RELEASED ? release.publish().size() + " held event(s) published" : "dropped");
         summarize();
-        return release.marker().toRecord(topic.name());
     }
 
     private void summarize() {
@@ -207,7 +270,7 @@ public final class Parking implements AutoCloseable {
         summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList());
     }
 
-    /** Forgets what was read: the next activation reads the topic again (another process may have changed it). */
+    /** Stops following the topic; the next activation reads it again (another process may have changed it). */
     @Override
     public void close() {
         stale = true;

@@ -110,6 +110,45 @@ class ParkedAggregatesTest {
     }
 
     @Test
+    void aReparkVoidsWhatEveryEarlierRunHeld() {
+        var records = new ArrayList<ParkingRecord>();
+        records.add(park("A", PARK, "e2"));
+        records.add(hold("e3", "lsn:0/20", "run1"));
+        // run2 starts before the bad row, holds e1 (published before the park) and crashes before reading the row again;
+        // run3 does the same, reads the row again, and holds what follows it once more.
+        records.add(hold("e1", "lsn:0/05", "run2"));
+        records.add(hold("e1", "lsn:0/05", "run3"));
+        records.add(marker(Action.REPARK, "run3", "e2", null));
+        records.add(hold("e3", "lsn:0/20", "run3"));
+        assertThat(events(ParkedAggregates.releaseOrder(records, PARK))).containsExactly("e3");
+    }
+
+    @Test
+    void aSlotBeforeAReparkIsMarkedAgainAfterIt() {
+        var records = new ArrayList<ParkingRecord>();
+        records.add(park("A", PARK, "e2"));
+        records.add(hold("e3", "lsn:0/20", "run1"));
+        records.add(ParkingRecord.marker(Action.SLOT, "A", "orders", PARK, "run1", "e4", "lsn:0/30", "missing_column", null));
+        records.add(marker(Action.REPARK, "run2", "e2", null));
+        records.add(hold("e3", "lsn:0/20", "run2"));
+        records.add(ParkingRecord.marker(Action.SLOT, "A", "orders", PARK, "run2", "e4", "lsn:0/30", "missing_column", null));
+        records.add(hold("e5", "lsn:0/40", "run2"));
+        records.add(hold("e4", "lsn:0/50", "run2")); // the fixed e4
+        assertThat(events(ParkedAggregates.releaseOrder(records, PARK))).containsExactly("e3", "e4", "e5");
+    }
+
+    @Test
+    void theRowOfAFinishedParkParksNothingWhenReadAgain() {
+        var state = new ParkedAggregates("orders");
+        state.apply(park("A", PARK, "e2"));
+        state.apply(marker(Action.RELEASE_REQUEST, null, null, "r1"));
+        state.apply(marker(Action.RELEASED, "run1", null, "r1"));
+        assertThat(state.finished(PARK)).isTrue();
+        state.apply(park("A", PARK, "e2")); // written by a run that read the row again before it knew
+        assertThat(state.park("A")).isEmpty();
+    }
+
+    @Test
     void recordsRoundTripThroughKafkasShape() {
         var held = hold("e3", "lsn:0/20", "run1");
         var produced = held.toRecord("outbox.parked");
