@@ -22,11 +22,16 @@ public final class ParkedAggregates {
      * @param id       the park's id: the stream, position and event id of the row that parked it
      * @param event    the event id of that row (its fixed copy, inserted again with this id, is released first); may be null
      * @param held     events held so far (a crash may count some twice; a release sends each once)
+     * @param run      the router run that parked it, or read its row again last
      */
     public record Park(String stream, String aggregate, String id, String reason, String position, String event, Instant since,
-                       long held) {
+                       long held, String run) {
         Park withHeld(long n) {
-            return new Park(stream, aggregate, id, reason, position, event, since, n);
+            return new Park(stream, aggregate, id, reason, position, event, since, n, run);
+        }
+
+        Park withRun(String r) {
+            return new Park(stream, aggregate, id, reason, position, event, since, held, r);
         }
     }
 
@@ -66,7 +71,7 @@ public final class ParkedAggregates {
             case PARK -> {
                 if (park == null && !finished.contains(r.park())) {
                     requests.remove(r.aggregate());
-                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0));
+                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0, r.run()));
                 }
             }
             case HOLD -> {
@@ -84,8 +89,13 @@ public final class ParkedAggregates {
                     requests.remove(r.aggregate());
                 }
             }
+            case REPARK -> {
+                if (park != null && park.id().equals(r.park())) {
+                    parked.put(key, park.withRun(r.run()));
+                }
+            }
             default -> {
-                // SLOT and REPARK change nothing here: they matter to the release order
+                // a SLOT changes nothing here: it matters to the release order
             }
         }
     }

@@ -207,8 +207,9 @@ public final class Parking implements AutoCloseable {
             r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, change.position(), reason, null);
             LOG.warn("Parked aggregate {} of stream {}: the row at {} cannot be routed ({}). Its later events are held in {} until "
                     + "`outbox-router parked release {}` (or drop)", aggregate, stream, change.position(), reason, topic.name(), aggregate);
-        } else if (park.get().id().equals(id)) {
-            // Read again after a restart before a stored position covered it: what was held before came before it.
+        } else if (park.get().id().equals(id) && !run.equals(park.get().run())) {
+            // Read again after a restart before a stored position covered it: what was held before came before it. (In the
+            // run that parked it, the same id is another row: a binlog position names a row event, not each of its rows.)
             r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, change.position(), reason, null);
         } else {
             r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, change.position(), reason, null);
