@@ -41,13 +41,14 @@ public final class Audit {
      * @param published      rows with a record (not counting dead letters and replayed copies)
      * @param deadLettered   rows that went to the dead-letter topic
      * @param onlyReplayed   rows whose only records are replayed copies (published again by replay or offsets recover)
+     * @param held           rows held in the parking topic (their aggregate is parked) and not published yet
      * @param duplicates     records beyond the first of a row, replayed copies apart
      * @param replayedCopies replayed copies of rows that have a record of their own
      * @param missingCount   rows with no record at all; {@code missing} keeps the first {@link #MISSING_KEPT}
      * @param orderChecked   the order of commits was known (Postgres with track_commit_timestamp), so order was checked
      */
     public record Report(List<String> topics, int passes, long rows, long records, long published, long deadLettered, long onlyReplayed,
-                         long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
+                         long held, long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
                          List<OutOfOrder> outOfOrder, boolean orderChecked) {
         /** Nothing missing, nothing out of order (duplicates are what at-least-once delivery allows). */
         public boolean clean() {
@@ -65,10 +66,16 @@ public final class Audit {
         this.kafka = new TopicScan(config.kafka());
     }
 
-    /** The topics the router publishes to (its template, as a pattern) and its dead-letter topic. */
+    /**
+     * The topics the router publishes to (its template, as a pattern), its dead-letter topic, and under
+     * {@code park-aggregate} its parking topic.
+     */
     public List<String> topics() throws ExecutionException, InterruptedException {
         var template = config.routing().topic().pattern().pattern();
-        return kafka.topics(Pattern.compile("(" + template + ")|" + Pattern.quote(config.routing().deadLetters().topic())));
+        var deadLetters = config.routing().deadLetters();
+        return kafka.topics(Pattern.compile("(" + template + ")|" + Pattern.quote(deadLetters.topic())
+                + (deadLetters.policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE
+                ? "|" + Pattern.quote(deadLetters.parkingTopic()) : "")));
     }
 
     /**
@@ -80,6 +87,7 @@ public final class Audit {
         long total = rows.forEachRow(filter, r -> { });
         int passes = (int) Math.max(1, (total + ROWS_PER_PASS - 1) / ROWS_PER_PASS);
         var t = new Totals();
+        String parking = config.routing().deadLetters().parkingTopic();
         for (int pass = 0; pass < passes; pass++) {
             int share = pass;
             // Each aggregate's rows in commit order, and which aggregate each event id belongs to: this pass's share only.
@@ -97,14 +105,14 @@ public final class Audit {
                 if (s.id() == null || !rowById.containsKey(s.id())) {
                     return;
                 }
-                seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s);
+                seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s, parking);
             });
             t.records += read;
             compare(byAggregate, seen, t);
             progress.accept("pass " + (pass + 1) + "/" + passes + ": " + rowById.size() + " row(s) of "
                     + byAggregate.size() + " aggregate(s), " + read + " record(s) read");
         }
-        return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.duplicates, t.replayedCopies,
+        return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.held, t.duplicates, t.replayedCopies,
                 t.missingCount, t.missing, t.outOfOrderCount, t.outOfOrder, !t.orderUnknown);
     }
 
@@ -132,7 +140,9 @@ public final class Audit {
                     continue;
                 }
                 if (o.records == 0) {
-                    if (o.deadLetters > 0) {
+                    if (o.held > 0) {
+                        t.held++;
+                    } else if (o.deadLetters > 0) {
                         t.deadLettered++;
                     } else {
                         t.onlyReplayed++;
@@ -176,11 +186,15 @@ public final class Audit {
         long records;
         long replayed;
         long deadLetters;
+        long held;
         String partition;
         long offset;
 
-        void add(TopicScan.Seen s) {
-            if (s.deadLetter()) {
+        /** @param parking the parking topic: a record there is held, not published */
+        void add(TopicScan.Seen s, String parking) {
+            if (s.topic().equals(parking)) {
+                held++;
+            } else if (s.deadLetter()) {
                 deadLetters++;
             } else if (s.replayed()) {
                 replayed++;
@@ -199,6 +213,7 @@ public final class Audit {
         long published;
         long deadLettered;
         long onlyReplayed;
+        long held;
         long duplicates;
         long replayedCopies;
         long missingCount;

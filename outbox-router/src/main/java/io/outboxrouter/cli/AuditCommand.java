@@ -77,6 +77,7 @@ final class AuditCommand implements Callable<Integer> {
         var report = audit.run(filter, line -> System.out.println("  " + line));
         System.out.println(report.rows() + " row(s), " + report.records() + " record(s) read: " + report.published() + " published, "
                 + report.deadLettered() + " dead-lettered, " + report.onlyReplayed() + " present only as replayed copies, "
+                + (report.held() > 0 ? report.held() + " held (their aggregates are parked: parked list), " : "")
                 + report.missingCount() + " missing; " + report.duplicates() + " duplicate record(s) and " + report.replayedCopies()
                 + " replayed copies; " + (report.orderChecked() ? report.outOfOrderCount() + " event(s) out of order."
                 : "order not checked: the server keeps no order of commits (Postgres: track_commit_timestamp = on)."));

@@ -72,6 +72,9 @@ class ParkAggregateIT {
                 dead.awaitIds(Set.of(a2.id()), Duration.ofSeconds(60));
                 await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked")
                         .contains("2 event(s) held"));
+                var audit = run(file, "audit", "--until", "2100-01-01T00:00:00Z");
+                assertThat(audit.code()).as(audit.out()).isZero();
+                assertThat(audit.out()).contains("3 published, 1 dead-lettered").contains("2 held").contains("0 missing");
                 assertThat(router.metrics().scrape()).containsPattern("outbox_router_parked_aggregates\\{[^}]*\\} 1.0")
                         .containsPattern("outbox_router_held_events_total\\{[^}]*\\} 2.0");
             }
