@@ -55,8 +55,8 @@ public final class ConfigReference {
                     + "or `park-aggregate` (dead-letter the row and hold its aggregate's later events until released: see "
                     + "[parking](parking.md))"),
             new Entry("routing.dead-letters.topic", "`outbox.dead-letters`", "the dead-letter topic"),
-            new Entry("routing.dead-letters.parking-topic", "`outbox.parked`", "where a parked aggregate's events are held, in "
-                    + "order, until released (created with unlimited retention when missing)"),
+            new Entry("routing.dead-letters.parking-topic", "`outbox.parked.<name>`", "where a parked aggregate's events are held, in "
+                    + "order, until released (created with unlimited retention when missing); one per router"),
             new Entry("routing.envelope", "`none`", "`none` (the payload is the record's value) or `cloudevents`: each event a CloudEvent 1.0 in the Kafka protocol binding ([cloudevents.md](cloudevents.md))"),
             new Entry("routing.cloudevents.mode", "`binary`", "with `routing.envelope: cloudevents`: `binary` (the payload as the value, the attributes as `ce_*` headers) or `structured` (one `application/cloudevents+json` envelope as the value)"),
             new Entry("routing.cloudevents.source", "`/outbox/${aggregatetype}`", "with `routing.envelope: cloudevents`: the `source` attribute, a template of the row's columns as `routing.topic`"),

@@ -140,7 +140,7 @@ public final class RouterConfigLoader {
         String prefix = messages.optionalString("prefix").orElse(null);
         checkMessagePrefix(messages, prefix);
         var outbox = outbox(top.child("outbox"), null);
-        var routing = routing(top.child("routing"), outbox, null);
+        var routing = routing(top.child("routing"), outbox, null, DEFAULT_PARKING_TOPIC);
         top.rejectUnknown();
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);
@@ -169,7 +169,7 @@ public final class RouterConfigLoader {
         var routingNode = top.child("routing");
         var eventRouter = eventRouter(routingNode);
         var outbox = outbox(top.child("outbox"), eventRouter);
-        var routing = routing(routingNode, outbox, eventRouter);
+        var routing = routing(routingNode, outbox, eventRouter, parkingTopicOf(name == null ? "outbox_router" : name));
         if (eventRouter != null && source.postgres().messagePrefix() != null) {
             top.problem("routing.event-router", "routes outbox table rows; a tableless outbox (source.postgres.messages) is routed "
                     + "by outbox.columns: remove one of them");
@@ -391,7 +391,13 @@ public final class RouterConfigLoader {
 
     static final String DEFAULT_CLOUDEVENTS_SOURCE = "/outbox/${aggregatetype}";
 
-    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter) {
+    /** A router's own parking topic by default: shared, another router's open Kafka transactions would hide its held events. */
+    public static String parkingTopicOf(String routerName) {
+        return DEFAULT_PARKING_TOPIC + "." + routerName;
+    }
+
+    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter,
+                                         String defaultParkingTopic) {
         if (eventRouter != null && n.has("topic")) {
             n.problem(n.key("topic"), "is set by routing.event-router's " + EventRouterOptions.ROUTE_REPLACEMENT + " and "
                     + EventRouterOptions.ROUTE_REGEX + ": remove it");
@@ -419,7 +425,7 @@ public final class RouterConfigLoader {
         if (!TopicTemplate.isLegalTopic(dlTopic)) {
             dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
         }
-        String parkingTopic = dl.string("parking-topic", DEFAULT_PARKING_TOPIC);
+        String parkingTopic = dl.string("parking-topic", defaultParkingTopic);
         if (!TopicTemplate.isLegalTopic(parkingTopic)) {
             dl.problem(dl.key("parking-topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + parkingTopic + "\")");
         } else if (parkingTopic.equals(dlTopic)) {

@@ -165,11 +165,19 @@ final class SourceStream implements AutoCloseable {
                     table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
             }
-            try {
-                handler.activate(); // the parked aggregates, read before the first event
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while reading the parking topic", e);
+            if (config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
+                // The parked aggregates, read before the first event; the lock's session must outlive the retries (MySQL ends
+                // sessions that stay silent).
+                var patience = config.kafka().giveUpAfter().isZero() ? Duration.ofHours(1) : config.kafka().giveUpAfter().plusMinutes(1);
+                stayAlive(lock, (int) Math.min(Integer.MAX_VALUE, patience.toSeconds()));
+                try {
+                    handler.activate();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while reading the parking topic", e);
+                } finally {
+                    stayAlive(lock, 0);
+                }
             }
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
@@ -324,6 +332,10 @@ final class SourceStream implements AutoCloseable {
 
         @Override
         public void lost(String why) {
+            var h = handler;
+            if (h != null) {
+                h.close(); // first: a release or batch under way acts on nothing more; the next activation reads the topic again
+            }
             monitor.ifPresent(SlotMonitor::stopWatching); // a standby's publication may change under the process that streams
             var stopping = engine;
             engine = null;
@@ -332,10 +344,6 @@ final class SourceStream implements AutoCloseable {
             }
             if (config.kafka().exactlyOnce() && sink != null) {
                 sink.close(); // its open transaction is aborted; the next activation makes a new producer
-            }
-            var h = handler;
-            if (h != null) {
-                h.close(); // what it read of the parking topic is read again by the next activation
             }
         }
 
@@ -450,6 +458,10 @@ final class SourceStream implements AutoCloseable {
             closed = true;
         }
         leadership.stopWatching(); // a lock check must not restart the stream while it stops
+        var parked = handler;
+        if (parked != null) {
+            parked.cancelActivation(); // a parking read under way in an activation gives up: the router stops
+        }
         retention.ifPresent(Retention::close); // off the publishing path: stops first, mid-batch if need be
         timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
         try {

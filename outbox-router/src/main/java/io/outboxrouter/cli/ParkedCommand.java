@@ -42,7 +42,7 @@ final class ParkedCommand {
         return c;
     }
 
-    static ParkedAggregates read(ParkingTopic topic) throws Exception {
+    static ParkedAggregates read(ParkingTopic topic) throws java.util.concurrent.ExecutionException, InterruptedException {
         var all = new ParkedAggregates(null);
         if (topic.exists()) {
             topic.read(all::apply);
@@ -116,21 +116,20 @@ final class ParkedCommand {
                 return Main.EXIT_FAILED;
             }
             String id = UUID.randomUUID().toString();
-            topic.write(ParkingRecord.marker(action(), aggregate, null, null, null, null, null, null, id));
+            var requestedAt = topic.write(ParkingRecord.marker(action(), aggregate, null, null, null, null, null, null, id));
             String verb = action() == Action.RELEASE_REQUEST ? "release" : "drop";
             long deadline = System.nanoTime() + waitFor.toNanos();
             while (System.nanoTime() < deadline) {
                 Thread.sleep(1000);
-                // Done when the park ended, by this request or by another one for the same aggregate.
+                // Done when the park ended after the request, by it or by another one for the same aggregate.
                 var ended = new ArrayList<ParkingRecord>();
-                var now = new ParkedAggregates(null);
                 topic.read(r -> {
-                    now.apply(r);
-                    if (r.aggregate().equals(aggregate) && (r.action() == Action.RELEASED || r.action() == Action.DROPPED)) {
+                    if (r.aggregate().equals(aggregate) && (r.action() == Action.RELEASED || r.action() == Action.DROPPED)
+                            && (id.equals(r.request()) || !r.time().isBefore(requestedAt.minusSeconds(1)))) {
                         ended.add(r);
                     }
                 });
-                if (now.parks().stream().noneMatch(p -> p.aggregate().equals(aggregate)) && !ended.isEmpty()) {
+                if (!ended.isEmpty()) {
                     var last = ended.get(ended.size() - 1);
                     boolean released = last.action() == Action.RELEASED;
                     System.out.println("Aggregate " + aggregate + ": " + (released ? "released (its held events are published in order)"

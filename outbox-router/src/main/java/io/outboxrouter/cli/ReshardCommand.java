@@ -57,6 +57,16 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                         + "layout's first start (the earlier layout publishes everything up to the new slots)");
                 return Main.EXIT_USAGE;
             }
+            if (c.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
+                // Parks belong to a layout's streams: the new layout's would not hold their aggregates' events.
+                var parks = ParkedCommand.read(new io.outboxrouter.kafka.ParkingTopic(c.kafka(), c.routing().deadLetters().parkingTopic())).parks();
+                if (!parks.isEmpty()) {
+                    System.err.println("outbox-router: reshard: " + parks.size() + " aggregate(s) are parked (" + parks.stream().limit(5)
+                            .map(io.outboxrouter.routing.ParkedAggregates.Park::aggregate).toList() + (parks.size() > 5 ? ", ..." : "")
+                            + "); parks belong to the earlier layout's streams. Release or drop them first (parked list, parked release)");
+                    return Main.EXIT_FAILED;
+                }
+            }
             var from = c.withShards(earlier.get());
             String plan = "router " + c.name() + ": from " + layout(earlier.get()) + " to " + layout(next);
             if (dryRun) {

@@ -125,14 +125,18 @@ public final class ParkingTopic {
         return new Follower(from);
     }
 
-    /** Writes an operator's request (or any record), acknowledged by every in-sync replica before it returns. */
-    public void write(ParkingRecord record) throws ExecutionException, InterruptedException {
+    /**
+     * Writes an operator's request (or any record), acknowledged by every in-sync replica before it returns.
+     *
+     * @return when the broker took it (the record's timestamp)
+     */
+    public java.time.Instant write(ParkingRecord record) throws ExecutionException, InterruptedException {
         var props = new Properties();
         props.putAll(clientConfig);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
         try (var producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
-            producer.send(record.toRecord(topic)).get();
+            return java.time.Instant.ofEpochMilli(producer.send(record.toRecord(topic)).get().timestamp());
         }
     }
 

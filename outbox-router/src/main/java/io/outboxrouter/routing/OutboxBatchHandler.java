@@ -84,6 +84,10 @@ public final class OutboxBatchHandler implements ChangeHandler {
     private final Set<String> warnedTables = new HashSet<>();
     /** The {@code park-aggregate} policy's state; null under the other policies. */
     private final Parking parking;
+    /** How rows that cannot be routed look as dead letters, and held events too large to release. */
+    private final DeadLetters deadLetters;
+    /** Exactly-once: a release whose Kafka transaction failed; the stream stops at its next batch. */
+    private Exception releaseFailed;
     /**
      * Transactional sink: what was sent since the last commit, to report once the next commit acknowledges it. Counts, not
      * the events: a source transaction of any size is one Kafka transaction. Engine thread only.
@@ -118,6 +122,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
         this.parking = policy == RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE
                 ? new Parking(java.util.Objects.requireNonNull(parking, "parking topic"), stream, shard[0], shard[1]) : null;
         this.policy = new DeadLetterPolicy(policy, deadLetters, listener);
+        this.deadLetters = deadLetters;
         this.sink = sink;
         this.listener = listener;
     }
@@ -136,7 +141,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
      * @return whether a request is still waiting (a Kafka transaction was open)
      */
     synchronized boolean carryOutRequests() throws Retry.GaveUpException, InterruptedException {
-        if (parking.stale()) {
+        if (parking.stale() || releaseFailed != null) {
             return false; // the stream lost its lock or stops: the next activation carries it out
         }
         if (sink.transactional() && uncommitted.total > 0) {
@@ -145,7 +150,13 @@ public final class OutboxBatchHandler implements ChangeHandler {
         var outcomes = new ArrayList<Outcome>();
         var releases = parking.takeRequests();
         for (var release : releases) {
-            release.publish().forEach(r -> outcomes.add(new Released(r)));
+            for (var r : release.publish()) {
+                // One that Kafka would refuse is dead-lettered in its place (as it would have been when first sent), so that
+                // a release never fails for good and is tried again forever.
+                var tooLarge = sink.refusesForSize(r);
+                outcomes.add(tooLarge.isEmpty() ? new Released(r) : new DeadLetter("too_large", deadLetters.withoutPayload(r,
+                        "too_large: a held event Kafka refuses: " + tooLarge.get())));
+            }
             outcomes.add(new Marker(parking.marker(release)));
         }
         if (outcomes.isEmpty()) {
@@ -153,10 +164,16 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
         List<EventSink.Refused> refused;
         if (sink.transactional()) {
-            refused = sink.send(records(outcomes));
-            if (refused.isEmpty()) {
+            try {
+                sink.send(records(outcomes));
                 sink.commit(null);
+            } catch (Retry.GaveUpException | RuntimeException e) {
+                // The transaction's records stay with the producer, which would commit them with the next position: this
+                // stream stops instead, and its next start carries the request out again.
+                releaseFailed = e;
+                throw e;
             }
+            refused = List.of();
         } else {
             refused = sendInOrder(outcomes);
         }
@@ -184,18 +201,21 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public synchronized void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var outcomes = new ArrayList<Outcome>(batch.size());
-        if (parking != null && parking.stale()) {
-            // A batch of an engine being stopped (the lock was lost): what it read of the parking topic may be old.
-            throw new IllegalStateException("the stream was stopped (its lock lost, or the router stopping) while this batch waited");
-        }
+        requireUsable();
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
                 var tooLarge = sink.refusesForSize(p.record());
                 var park = parking == null ? Optional.<ParkedAggregates.Park>empty() : routing.aggregateOf(change).flatMap(parking::parkOf);
                 ProducerRecord<byte[], byte[]> held = null;
+                String eventId = park.isPresent() ? routing.eventIdOf(change).orElse(null) : null;
+                if (park.isPresent() && park.get().id().equals(parking.parkId(change, eventId))) {
+                    // The row that parked the aggregate, read again: Kafka refused it once sent (its topic's limit), so it is
+                    // treated as then, and the re-read is marked.
+                    tooLarge = Optional.of("Kafka refused it when it was first sent");
+                }
                 if (tooLarge.isEmpty() && park.isPresent()) {
-                    var hold = parking.hold(park.get(), change, routing.eventIdOf(change).orElse(null), p.record());
+                    var hold = parking.hold(park.get(), change, eventId, p.record());
                     held = hold.toRecord(parking.topic());
                     // Held whole with its headers, it is larger than the event: too large held is too large sent.
                     tooLarge = sink.refusesForSize(held);
@@ -272,6 +292,13 @@ public final class OutboxBatchHandler implements ChangeHandler {
         return sink.transactional();
     }
 
+    /** Makes an {@link #activate} under way give up (the stream stops); what is loaded stays until {@link #close}. */
+    public void cancelActivation() {
+        if (parking != null) {
+            parking.cancelLoad();
+        }
+    }
+
     /** Stops following the parking topic; a later activation reads it again. */
     public void close() {
         if (parking != null) {
@@ -280,8 +307,22 @@ public final class OutboxBatchHandler implements ChangeHandler {
     }
 
     /** Commits the records handled since the last commit with the position after them; then they count as published. */
+    /** Under {@code park-aggregate}: a batch of a stream that stopped, or whose release failed under exactly-once, goes no further. */
+    private void requireUsable() {
+        if (parking != null && parking.stale()) {
+            // A batch of an engine being stopped (the lock was lost): what it read of the parking topic may be old.
+            throw new IllegalStateException("the stream was stopped (its lock lost, or the router stopping) while this batch waited");
+        }
+        if (releaseFailed != null) {
+            throw new IllegalStateException("a release of a parked aggregate failed in a Kafka transaction (" + releaseFailed.getMessage()
+                    + "): the stream stops rather than commit it with its next position; started again, it carries the release out "
+                    + "again", releaseFailed);
+        }
+    }
+
     @Override
     public synchronized void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
+        requireUsable();
         sink.commit(position);
         tracing.acknowledged(uncommitted.spans);
         uncommitted.spans.clear();

@@ -22,16 +22,11 @@ public final class ParkedAggregates {
      * @param id       the park's id: the stream, position and event id of the row that parked it
      * @param event    the event id of that row (its fixed copy, inserted again with this id, is released first); may be null
      * @param held     events held so far (a crash may count some twice; a release sends each once)
-     * @param run      the router run that parked it, or read its row again last
      */
     public record Park(String stream, String aggregate, String id, String reason, String position, String event, Instant since,
-                       long held, String run) {
+                       long held) {
         Park withHeld(long n) {
-            return new Park(stream, aggregate, id, reason, position, event, since, n, run);
-        }
-
-        Park withRun(String r) {
-            return new Park(stream, aggregate, id, reason, position, event, since, held, r);
+            return new Park(stream, aggregate, id, reason, position, event, since, n);
         }
     }
 
@@ -46,6 +41,8 @@ public final class ParkedAggregates {
     private final String stream;
     private final Map<Key, Park> parked = new LinkedHashMap<>();
     private final Map<String, Request> requests = new LinkedHashMap<>();
+    /** Every stream that wrote to the topic. */
+    private final Set<String> streams = new java.util.TreeSet<>();
     /** Parks released or dropped: their row, read again after a crash, parks nothing. */
     private final Set<String> finished = new HashSet<>();
 
@@ -55,6 +52,9 @@ public final class ParkedAggregates {
 
     public void apply(ParkingRecord r) {
         Instant time = r.time() == null ? Instant.now() : r.time();
+        if (r.stream() != null) {
+            streams.add(r.stream());
+        }
         if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
             // A request is for the park it was made under: one for an aggregate not parked then applies to no later park.
             if (parked.keySet().stream().anyMatch(k -> k.aggregate().equals(r.aggregate()))) {
@@ -69,9 +69,9 @@ public final class ParkedAggregates {
         var park = parked.get(key);
         switch (r.action()) {
             case PARK -> {
-                if (park == null && !finished.contains(r.park())) {
+                if (park == null && !finished(r.aggregate(), r.park())) {
                     requests.remove(r.aggregate());
-                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0, r.run()));
+                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0));
                 }
             }
             case HOLD -> {
@@ -80,7 +80,7 @@ public final class ParkedAggregates {
                 }
             }
             case RELEASED, DROPPED -> {
-                finished.add(r.park());
+                finished.add(r.aggregate() + '\u0000' + r.park());
                 if (park != null && park.id().equals(r.park())) {
                     parked.remove(key);
                 }
@@ -89,13 +89,8 @@ public final class ParkedAggregates {
                     requests.remove(r.aggregate());
                 }
             }
-            case REPARK -> {
-                if (park != null && park.id().equals(r.park())) {
-                    parked.put(key, park.withRun(r.run()));
-                }
-            }
             default -> {
-                // a SLOT changes nothing here: it matters to the release order
+                // SLOT and REPARK change nothing here: they matter to the release order
             }
         }
     }
@@ -105,9 +100,14 @@ public final class ParkedAggregates {
         return Optional.ofNullable(parked.get(new Key(stream, aggregate)));
     }
 
-    /** Whether the park of this id was released or dropped. */
-    public boolean finished(String parkId) {
-        return finished.contains(parkId);
+    /** The streams (routers and shards) whose records the topic holds. */
+    public Set<String> streams() {
+        return streams;
+    }
+
+    /** Whether this aggregate's park of this id was released or dropped. */
+    public boolean finished(String aggregate, String parkId) {
+        return finished.contains(aggregate + '\u0000' + parkId);
     }
 
     /** Every park, oldest first. */

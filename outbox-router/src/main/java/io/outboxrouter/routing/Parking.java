@@ -54,6 +54,8 @@ public final class Parking implements AutoCloseable {
     private volatile ParkingTopic.Follower following;
     /** Set when the stream loses its lock or stops: nothing more is held, released or read until the next activation. */
     private volatile boolean stale = true;
+    /** Counts {@link #close} calls: a load that a close overtook does not bring the state back. */
+    private final java.util.concurrent.atomic.AtomicLong closes = new java.util.concurrent.atomic.AtomicLong();
     private final ConcurrentLinkedQueue<ParkingRecord> arrived = new ConcurrentLinkedQueue<>();
     private volatile Summary summary = Summary.NONE;
 
@@ -85,6 +87,7 @@ public final class Parking implements AutoCloseable {
     void load(Requests requests) throws InterruptedException {
         stopFollowing();
         arrived.clear();
+        long generation = closes.get();
         var loaded = new ParkedAggregates(stream);
         Map<TopicPartition, Long> ends;
         int partitions;
@@ -95,6 +98,9 @@ public final class Parking implements AutoCloseable {
                 ends = topic.read(loaded::apply);
                 break;
             } catch (ExecutionException | RuntimeException e) {
+                if (closes.get() != generation) {
+                    throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
+                }
                 Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
                 boolean givingUp = !topic.giveUpAfter().isZero() && System.nanoTime() - started > topic.giveUpAfter().toNanos();
                 if (givingUp || cause instanceof org.apache.kafka.common.errors.AuthorizationException) {
@@ -106,6 +112,14 @@ public final class Parking implements AutoCloseable {
                 loaded = new ParkedAggregates(stream);
                 Thread.sleep(backoff);
             }
+        }
+        String router = routerOf(stream);
+        var others = loaded.streams().stream().filter(s -> !routerOf(s).equals(router)).toList();
+        if (!others.isEmpty()) {
+            throw new IllegalStateException("the parking topic " + topic.name() + " holds the parks of another router too (" + others
+                    + "): a router's parking topic must be its own, or another router's open Kafka transactions hide held events "
+                    + "from it. Set routing.dead-letters.parking-topic to a topic of this router's (the default is "
+                    + io.outboxrouter.config.RouterConfigLoader.parkingTopicOf(router) + ")");
         }
         if (partitions < shards) {
             throw new IllegalStateException("the parking topic " + topic.name() + " has " + partitions + " partition(s), fewer than the "
@@ -122,6 +136,10 @@ public final class Parking implements AutoCloseable {
         }
         var follow = topic.follow(ends);
         following = follow;
+        if (closes.get() != generation) {
+            stopFollowing();
+            throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
+        }
         stale = false;
         boolean waiting = !state.pendingRequests().isEmpty();
         var follower = new Thread(() -> follow(follow, requests, waiting), "parking-" + stream);
@@ -173,6 +191,11 @@ public final class Parking implements AutoCloseable {
         }
     }
 
+    /** The router a stream belongs to: its own name, or a shard's without the shard suffix. */
+    static String routerOf(String stream) {
+        return stream.replaceFirst("-shard-\\d+-of-\\d+$", "");
+    }
+
     /** The park an event of this aggregate is held by, if any. */
     Optional<ParkedAggregates.Park> parkOf(String aggregate) {
         return state.park(aggregate);
@@ -180,7 +203,25 @@ public final class Parking implements AutoCloseable {
 
     /** The parking record that holds an event of a parked aggregate; {@link #held} once it is to be sent. */
     ParkingRecord hold(ParkedAggregates.Park park, ChangeEvent change, String eventId, ProducerRecord<byte[], byte[]> event) {
-        return ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, change.position(), event);
+        return ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, rowPosition(change), event);
+    }
+
+    /** The id a park made by this row has: its stream, position and event id. */
+    String parkId(ChangeEvent change, String eventId) {
+        return stream + "@" + rowPosition(change) + "#" + (eventId == null ? "" : eventId);
+    }
+
+    /**
+     * A row's own position: a binlog position names a row event, which may hold several rows (a multi-row INSERT), so
+     * the row's index in it is added.
+     */
+    static String rowPosition(ChangeEvent change) {
+        if (change.record() != null && change.record().value() instanceof org.apache.kafka.connect.data.Struct value
+                && value.schema().field("source") != null && value.get("source") instanceof org.apache.kafka.connect.data.Struct source
+                && source.schema().field("row") != null && source.get("row") != null) {
+            return change.position() + ",row:" + source.get("row");
+        }
+        return change.position();
     }
 
     /** A held event goes out: counted, and the record to send. */
@@ -195,8 +236,8 @@ public final class Parking implements AutoCloseable {
      * released or dropped already (read again after a crash): its aggregate flows.
      */
     Optional<ProducerRecord<byte[], byte[]>> poisoned(String aggregate, ChangeEvent change, String eventId, String reason) {
-        String id = stream + "@" + change.position() + "#" + (eventId == null ? "" : eventId);
-        if (state.finished(id)) {
+        String id = parkId(change, eventId);
+        if (state.finished(aggregate, id)) {
             LOG.warn("The row at {} that parked aggregate {} is read again after its park ended: dead-lettered again, and the "
                     + "aggregate flows", change.position(), aggregate);
             return Optional.empty();
@@ -204,15 +245,15 @@ public final class Parking implements AutoCloseable {
         var park = state.park(aggregate);
         ParkingRecord r;
         if (park.isEmpty()) {
-            r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, change.position(), reason, null);
+            r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, rowPosition(change), reason, null);
             LOG.warn("Parked aggregate {} of stream {}: the row at {} cannot be routed ({}). Its later events are held in {} until "
                     + "`outbox-router parked release {}` (or drop)", aggregate, stream, change.position(), reason, topic.name(), aggregate);
-        } else if (park.get().id().equals(id) && !run.equals(park.get().run())) {
-            // Read again after a restart before a stored position covered it: what was held before came before it. (In the
-            // run that parked it, the same id is another row: a binlog position names a row event, not each of its rows.)
-            r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, change.position(), reason, null);
+        } else if (park.get().id().equals(id)) {
+            // Read again (a restart, or the connector's own restart) before a stored position covered it: what was held
+            // before came before it.
+            r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, rowPosition(change), reason, null);
         } else {
-            r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, change.position(), reason, null);
+            r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, rowPosition(change), reason, null);
         }
         state.apply(r);
         summarize();
@@ -275,7 +316,13 @@ public final class Parking implements AutoCloseable {
     @Override
     public void close() {
         stale = true;
+        closes.incrementAndGet();
         stopFollowing();
+    }
+
+    /** Makes a {@link #load} under way give up, and leaves what is loaded as it is. */
+    void cancelLoad() {
+        closes.incrementAndGet();
     }
 
     private void stopFollowing() {

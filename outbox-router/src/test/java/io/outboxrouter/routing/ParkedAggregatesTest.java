@@ -143,7 +143,8 @@ class ParkedAggregatesTest {
         state.apply(park("A", PARK, "e2"));
         state.apply(marker(Action.RELEASE_REQUEST, null, null, "r1"));
         state.apply(marker(Action.RELEASED, "run1", null, "r1"));
-        assertThat(state.finished(PARK)).isTrue();
+        assertThat(state.finished("A", PARK)).isTrue();
+        assertThat(state.finished("B", PARK)).isFalse();
         state.apply(park("A", PARK, "e2")); // written by a run that read the row again before it knew
         assertThat(state.park("A")).isEmpty();
     }

@@ -39,6 +39,18 @@ public final class DeadLetters {
         return new ProducerRecord<>(full.topic(), null, full.key(), null, headers);
     }
 
+    /**
+     * For a routed record that cannot be sent (a held event too large to release): its key and headers, the reason, and
+     * the size of the payload left out.
+     */
+    public ProducerRecord<byte[], byte[]> withoutPayload(ProducerRecord<byte[], byte[]> refused, String reason) {
+        var headers = new ArrayList<Header>();
+        refused.headers().forEach(headers::add);
+        add(headers, HEADER_REASON, reason);
+        add(headers, "dead-letter.payload-bytes", Integer.toString(refused.value() == null ? 0 : refused.value().length));
+        return new ProducerRecord<>(topic, null, refused.key(), null, headers);
+    }
+
     public ProducerRecord<byte[], byte[]> record(RoutingResult.Reject reject) {
         ChangeEvent change = reject.change();
         if (change.operation().isMessage()) {
