@@ -247,7 +247,7 @@ public final class Parking implements AutoCloseable {
         if (park.isEmpty()) {
             r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, rowPosition(change), reason, null);
             LOG.warn("Parked aggregate {} of stream {}: the row at {} cannot be routed ({}). Its later events are held in {} until "
-                    + "`outbox-router parked release {}` (or drop)", aggregate, stream, change.position(), reason, topic.name(), aggregate);
+                    + "`outbox-router parked release {}` (or drop)", aggregate, stream, rowPosition(change), reason, topic.name(), aggregate);
         } else if (park.get().id().equals(id)) {
             // Read again (a restart, or the connector's own restart) before a stored position covered it: what was held
             // before came before it.
