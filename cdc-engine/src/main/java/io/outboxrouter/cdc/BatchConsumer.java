@@ -2,6 +2,8 @@ package io.outboxrouter.cdc;
 
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
+import io.outboxrouter.change.ChangeRecords;
 import io.outboxrouter.offsets.OffsetStoreStats;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -2,6 +2,7 @@ package io.outboxrouter.cdc;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.outboxrouter.change.SourcePositions;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
 import io.outboxrouter.config.SourceKind;

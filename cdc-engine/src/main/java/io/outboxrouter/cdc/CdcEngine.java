@@ -4,6 +4,7 @@ import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
+import io.outboxrouter.change.ChangeRecords;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.offsets.JdbcOffsetBackingStore;
 import io.outboxrouter.offsets.OffsetStoreStats;

@@ -1,5 +1,6 @@
 package io.outboxrouter.cdc;
 
+import io.outboxrouter.change.ChangeEvent;
 import java.util.List;
 
 /**

@@ -1,5 +1,6 @@
 package io.outboxrouter.cdc;
 
+import io.outboxrouter.change.SourcePositions;
 import java.util.ArrayDeque;
 import java.util.Iterator;
 

@@ -1,6 +1,7 @@
 package io.outboxrouter.cdc;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.outboxrouter.change.SourcePositions;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
 import io.outboxrouter.offsets.OffsetTable;

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
+import io.outboxrouter.change.ChangeRecords;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

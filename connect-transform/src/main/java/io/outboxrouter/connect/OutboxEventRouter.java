@@ -1,8 +1,8 @@
 package io.outboxrouter.connect;
 
-import io.outboxrouter.cdc.ChangeEvent;
-import io.outboxrouter.cdc.ChangeRecords;
-import io.outboxrouter.cdc.SourcePositions;
+import io.outboxrouter.change.ChangeEvent;
+import io.outboxrouter.change.ChangeRecords;
+import io.outboxrouter.change.SourcePositions;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.routing.DeadLetters;

@@ -1,13 +1,13 @@
 package io.outboxrouter.app;
 
-import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.cdc.Source;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
+import io.outboxrouter.publish.Routings;
 import io.outboxrouter.retry.Retry;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.Routing;
-import io.outboxrouter.routing.Routings;
 import io.outboxrouter.routing.RoutingResult;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

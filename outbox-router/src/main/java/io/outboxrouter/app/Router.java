@@ -7,7 +7,7 @@ import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
-import io.outboxrouter.routing.OutboxBatchHandler;
+import io.outboxrouter.publish.OutboxBatchHandler;
 import io.outboxrouter.routing.OutboxRouting;
 import java.time.Duration;
 import java.util.ArrayList;

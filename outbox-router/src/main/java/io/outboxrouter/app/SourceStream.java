@@ -1,10 +1,10 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.CdcEngine;
-import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.cdc.Source;
+import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
@@ -14,9 +14,9 @@ import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
+import io.outboxrouter.publish.OutboxBatchHandler;
+import io.outboxrouter.publish.Routings;
 import io.outboxrouter.routing.DeadLetters;
-import io.outboxrouter.routing.OutboxBatchHandler;
-import io.outboxrouter.routing.Routings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;

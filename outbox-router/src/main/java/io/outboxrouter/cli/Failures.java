@@ -2,8 +2,8 @@ package io.outboxrouter.cli;
 
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.offsets.OffsetStoreException;
+import io.outboxrouter.publish.UnroutableEventException;
 import io.outboxrouter.retry.Retry;
-import io.outboxrouter.routing.UnroutableEventException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 

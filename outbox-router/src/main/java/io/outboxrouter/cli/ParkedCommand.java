@@ -1,10 +1,10 @@
 package io.outboxrouter.cli;
 
 import io.outboxrouter.config.RouterConfig;
-import io.outboxrouter.kafka.ParkingRecord;
 import io.outboxrouter.kafka.ParkingRecord.Action;
+import io.outboxrouter.kafka.ParkingRecord;
 import io.outboxrouter.kafka.ParkingTopic;
-import io.outboxrouter.routing.ParkedAggregates;
+import io.outboxrouter.publish.ParkedAggregates;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

@@ -62,7 +62,7 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                 var parks = ParkedCommand.read(new io.outboxrouter.kafka.ParkingTopic(c.kafka(), c.routing().deadLetters().parkingTopic())).parks();
                 if (!parks.isEmpty()) {
                     System.err.println("outbox-router: reshard: " + parks.size() + " aggregate(s) are parked (" + parks.stream().limit(5)
-                            .map(io.outboxrouter.routing.ParkedAggregates.Park::aggregate).toList() + (parks.size() > 5 ? ", ..." : "")
+                            .map(io.outboxrouter.publish.ParkedAggregates.Park::aggregate).toList() + (parks.size() > 5 ? ", ..." : "")
                             + "); parks belong to the earlier layout's streams. Release or drop them first (parked list, parked release)");
                     return Main.EXIT_FAILED;
                 }

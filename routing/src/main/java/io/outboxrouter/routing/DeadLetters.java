@@ -2,7 +2,7 @@ package io.outboxrouter.routing;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

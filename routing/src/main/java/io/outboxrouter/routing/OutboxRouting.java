@@ -3,7 +3,7 @@ package io.outboxrouter.routing;
 import static io.outboxrouter.routing.ColumnValues.bytes;
 import static io.outboxrouter.routing.ColumnValues.text;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.config.TopicTemplate;

@@ -1,6 +1,6 @@
 package io.outboxrouter.routing;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 
 /** What becomes of each change: pure, no I/O; engine thread only. */
 public interface Routing {

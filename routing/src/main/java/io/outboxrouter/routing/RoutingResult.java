@@ -1,6 +1,6 @@
 package io.outboxrouter.routing;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import org.apache.kafka.clients.producer.ProducerRecord;
 
 /** What becomes of one row change: a Kafka record, nothing, or a rejection with its reason. */

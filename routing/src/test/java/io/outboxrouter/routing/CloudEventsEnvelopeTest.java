@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.cloudevents.CloudEvent;
 import io.cloudevents.kafka.CloudEventDeserializer;
-import io.outboxrouter.cdc.ChangeEvent;
-import io.outboxrouter.cdc.ChangeEvent.Operation;
+import io.outboxrouter.change.ChangeEvent.Operation;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.config.TopicTemplate;

@@ -2,8 +2,8 @@ package io.outboxrouter.routing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.outboxrouter.cdc.ChangeEvent;
-import io.outboxrouter.cdc.ChangeEvent.Operation;
+import io.outboxrouter.change.ChangeEvent.Operation;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.TopicTemplate;
 import java.nio.charset.StandardCharsets;

@@ -1,8 +1,8 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
-import io.outboxrouter.cdc.ChangeEvent;
-import io.outboxrouter.kafka.ParkingRecord;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.kafka.ParkingRecord.Action;
+import io.outboxrouter.kafka.ParkingRecord;
 import io.outboxrouter.kafka.ParkingTopic;
 import java.time.Duration;
 import java.time.Instant;

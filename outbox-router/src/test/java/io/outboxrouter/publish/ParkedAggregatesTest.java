@@ -1,9 +1,9 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.outboxrouter.kafka.ParkingRecord;
 import io.outboxrouter.kafka.ParkingRecord.Action;
+import io.outboxrouter.kafka.ParkingRecord;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;

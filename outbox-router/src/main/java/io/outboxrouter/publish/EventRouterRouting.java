@@ -1,10 +1,12 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.EventRouterOptions;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.config.TopicTemplate;
 import io.outboxrouter.connect.EventRouter;
+import io.outboxrouter.routing.Routing;
+import io.outboxrouter.routing.RoutingResult;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;

@@ -1,4 +1,4 @@
-package io.outboxrouter.cdc;
+package io.outboxrouter.change;
 
 import org.apache.kafka.connect.data.Struct;
 

@@ -1,7 +1,7 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
-import io.outboxrouter.kafka.ParkingRecord;
 import io.outboxrouter.kafka.ParkingRecord.Action;
+import io.outboxrouter.kafka.ParkingRecord;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;

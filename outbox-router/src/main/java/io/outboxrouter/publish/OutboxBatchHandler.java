@@ -1,12 +1,15 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
-import io.outboxrouter.cdc.ChangeEvent;
 import io.outboxrouter.cdc.ChangeHandler;
 import io.outboxrouter.cdc.SourcePosition;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.retry.Retry;
+import io.outboxrouter.routing.DeadLetters;
+import io.outboxrouter.routing.Routing;
+import io.outboxrouter.routing.RoutingResult;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

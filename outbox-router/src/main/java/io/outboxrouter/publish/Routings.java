@@ -1,6 +1,8 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.routing.OutboxRouting;
+import io.outboxrouter.routing.Routing;
 import java.util.Collection;
 import java.util.List;
 

@@ -1,4 +1,4 @@
-package io.outboxrouter.cdc;
+package io.outboxrouter.change;
 
 import java.time.Instant;
 import java.util.Collections;

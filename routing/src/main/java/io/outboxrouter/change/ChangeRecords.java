@@ -1,11 +1,11 @@
-package io.outboxrouter.cdc;
+package io.outboxrouter.change;
 
 import java.nio.ByteBuffer;
 import java.time.Instant;
 import java.util.Date;
 import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;

@@ -1,9 +1,9 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RoutingConfig.DeadLetterPolicy;
 import io.outboxrouter.config.TopicTemplate;
@@ -11,6 +11,8 @@ import io.outboxrouter.kafka.KafkaPublisher;
 import io.outboxrouter.kafka.TopicProbe;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.retry.Retry;
+import io.outboxrouter.routing.DeadLetters;
+import io.outboxrouter.routing.OutboxRouting;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;

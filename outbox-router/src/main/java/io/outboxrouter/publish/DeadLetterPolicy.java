@@ -1,8 +1,10 @@
-package io.outboxrouter.routing;
+package io.outboxrouter.publish;
 
-import io.outboxrouter.cdc.ChangeEvent;
+import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.metrics.RouterListener;
+import io.outboxrouter.routing.DeadLetters;
+import io.outboxrouter.routing.RoutingResult;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.ProducerRecord;
