@@ -79,7 +79,7 @@ final class ConnectorProperties {
         if (maxHeap == Long.MAX_VALUE) {
             return 0;
         }
-        int engines = config.source().kind().isBinlog() ? 1 : config.source().postgres().runs().size();
+        int engines = config.source().streamsInProcess();
         return Math.max(MIN_QUEUE_BYTES, maxHeap / 10 / engines);
     }
 

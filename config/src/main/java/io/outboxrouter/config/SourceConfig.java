@@ -25,6 +25,31 @@ public record SourceConfig(
         tables = List.copyOf(tables);
     }
 
+    /** Whether the outbox is split over several Postgres slots (a binlog source is one stream). */
+    public boolean sharded() {
+        return !kind.isBinlog() && postgres.sharded();
+    }
+
+    /** How many shards the outbox is split into: 1 unless a Postgres source is sharded. */
+    public int shards() {
+        return kind.isBinlog() ? 1 : postgres.shards();
+    }
+
+    /** How many streams this process runs: its shards, or the one. */
+    public int streamsInProcess() {
+        return kind.isBinlog() ? 1 : postgres.runs().size();
+    }
+
+    /** The prefix of the logical decoding messages routed as outbox events (Postgres only); empty: none. */
+    public java.util.Optional<String> messagePrefix() {
+        return kind.isBinlog() ? java.util.Optional.empty() : java.util.Optional.ofNullable(postgres.messagePrefix());
+    }
+
+    /** The table the router writes its heartbeat to (Postgres, when on); empty: none. */
+    public java.util.Optional<String> heartbeatTable() {
+        return !kind.isBinlog() && postgres.heartbeat() ? java.util.Optional.of(postgres.heartbeatTable()) : java.util.Optional.empty();
+    }
+
     /** This configuration with other Postgres settings. */
     public SourceConfig withPostgres(PostgresSource pg) {
         return new SourceConfig(kind, connection, address, tables, pg, binlog, snapshot, pollInterval, maxBatchSize);

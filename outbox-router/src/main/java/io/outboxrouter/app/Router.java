@@ -84,7 +84,7 @@ public final class Router implements AutoCloseable {
      */
     public static Router start(RouterConfig config, boolean acceptGap) {
         LOG.info("Router {} starting on {}", config.name(), JvmSettings.describe());
-        boolean sharded = !config.source().kind().isBinlog() && config.source().postgres().sharded();
+        boolean sharded = config.source().sharded();
         var metrics = sharded ? RouterMetrics.sharded(config.name()) : new RouterMetrics(config.name());
         var streams = new ArrayList<SourceStream>();
         try {

@@ -100,9 +100,8 @@ final class SourceStream implements AutoCloseable {
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
     static SourceStream create(RouterConfig config, RouterMetrics metrics, boolean acceptGap) {
-        var pg = config.source().postgres();
-        var quiet = !config.source().kind().isBinlog() && pg.heartbeat() ? List.of(pg.heartbeatTable()) : List.<String>of();
-        var routing = Routings.of(config, quiet, config.source().kind().isBinlog() ? null : pg.messagePrefix());
+        var quiet = config.source().heartbeatTable().map(List::of).orElse(List.of());
+        var routing = Routings.of(config, quiet, config.source().messagePrefix().orElse(null));
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
         var parking = new io.outboxrouter.kafka.ParkingTopic(config.kafka(), config.routing().deadLetters().parkingTopic());
         return new SourceStream(config, Source.of(config),
@@ -195,10 +194,9 @@ final class SourceStream implements AutoCloseable {
                     completion.completeExceptionally(e);
                 }
             });
-            var pg = config.source().postgres();
-            String from = config.source().kind().isBinlog() || !pg.messages() ? config.source().tables().toString()
-                    : (config.source().tables().isEmpty() ? "" : config.source().tables() + " and ") + "messages with prefix "
-                    + pg.messagePrefix();
+            var prefix = config.source().messagePrefix();
+            String from = prefix.isEmpty() ? config.source().tables().toString()
+                    : (config.source().tables().isEmpty() ? "" : config.source().tables() + " and ") + "messages with prefix " + prefix.get();
             LOG.info("Router {} started: {} -> {} ({}, topic {}, fencing token {}){}", config.name(), from,
                     config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence, healthUrl);
         }
@@ -355,7 +353,7 @@ final class SourceStream implements AutoCloseable {
 
     /** The streams of the router in this process (a sharded router's), which share its heap. */
     private static int streamsInProcess(RouterConfig config) {
-        return config.source().kind().isBinlog() ? 1 : config.source().postgres().runs().size();
+        return config.source().streamsInProcess();
     }
 
     private record SourceToken(String token, boolean tableWins) {

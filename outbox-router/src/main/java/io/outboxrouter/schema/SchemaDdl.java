@@ -37,9 +37,7 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
         var pg = c.source().postgres();
         return new SchemaDdl(c.source().kind(), c.source().tables(), c.outbox().columns(), List.copyOf(c.outbox().headers().keySet()),
                 pg.publication(), c.source().connection().user(),
-                pg.heartbeat() && !c.source().kind().isBinlog() ? Optional.of(pg.heartbeatTable()) : Optional.empty(), c.name(),
-                c.source().kind().isBinlog() ? 1 : pg.shards(),
-                c.source().kind().isBinlog() ? Optional.empty() : Optional.ofNullable(pg.messagePrefix()));
+                c.source().heartbeatTable(), c.name(), c.source().shards(), c.source().messagePrefix());
     }
 
     /**
