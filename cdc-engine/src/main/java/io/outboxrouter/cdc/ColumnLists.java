@@ -49,10 +49,7 @@ final class ColumnLists {
     }
 
     static boolean supported(Connection c) throws SQLException {
-        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW server_version_num")) {
-            rs.next();
-            return Integer.parseInt(rs.getString(1)) >= 150000;
-        }
+        return PostgresVersion.atLeast(c, PostgresVersion.COLUMN_LISTS);
     }
 
     /**

@@ -27,7 +27,7 @@ final class PostgresDrain extends Drain {
     @Override
     void start() throws SQLException {
         try (var c = connection.open(); var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
-            if (c.getMetaData().getDatabaseMajorVersion() < 14) {
+            if (!PostgresVersion.atLeast(c, PostgresVersion.MESSAGES)) {
                 // pgoutput hands messages over from Postgres 14 on: the marker would never arrive, and the run never end.
                 throw new SourceSetupException("run --once needs Postgres 14 or later, whose pgoutput carries the logical "
                         + "decoding message that tells it everything committed before it is published; this server is "

@@ -157,10 +157,9 @@ final class PostgresPreflight {
 
     /** pgoutput carries logical decoding messages from Postgres 14 on. */
     private static Check messagesCheck(Connection c, String prefix) throws SQLException {
-        int version = Integer.parseInt(scalar(c, "SHOW server_version_num"));
-        return version >= 140000 ? Check.pass("messages", "logical decoding messages with prefix " + prefix + " are routed")
+        return PostgresVersion.atLeast(c, PostgresVersion.MESSAGES) ? Check.pass("messages", "logical decoding messages with prefix " + prefix + " are routed")
                 : Check.fail("messages", "logical decoding messages reach the router through pgoutput from Postgres 14 on; this "
-                + "server is " + scalar(c, "SHOW server_version"), "upgrade Postgres, or use an outbox table (remove "
+                + "server is " + PostgresVersion.describe(c), "upgrade Postgres, or use an outbox table (remove "
                 + "source.postgres.messages.prefix)");
     }
 
@@ -353,7 +352,7 @@ final class PostgresPreflight {
             return Optional.of(Check.fail("published rows", "publication " + publication + " does not publish inserts",
                     "ALTER PUBLICATION " + publication + " SET (publish = 'insert')"));
         }
-        if (Integer.parseInt(scalar(c, "SHOW server_version_num")) < 150000) {
+        if (!PostgresVersion.atLeast(c, PostgresVersion.COLUMN_LISTS)) {
             return Optional.empty();
         }
         for (String t : tables) {
@@ -415,10 +414,9 @@ final class PostgresPreflight {
                                            Map<String, List<String>> columnLists) throws SQLException {
         var checks = new ArrayList<Check>();
         var pg = source.postgres();
-        int version = Integer.parseInt(scalar(c, "SHOW server_version_num"));
-        if (version < 150000) {
+        if (!PostgresVersion.atLeast(c, PostgresVersion.COLUMN_LISTS)) {
             checks.add(Check.fail("shards", "shards need Postgres 15 or later (publication row filters); this server is "
-                    + scalar(c, "SHOW server_version"), "remove source.postgres.shards and source.postgres.shard"));
+                    + PostgresVersion.describe(c), "remove source.postgres.shards and source.postgres.shard"));
             return checks;
         }
         int senders = Integer.parseInt(scalar(c, "SHOW max_wal_senders"));

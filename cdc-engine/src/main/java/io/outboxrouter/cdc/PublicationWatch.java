@@ -260,10 +260,7 @@ final class PublicationWatch {
     /** Column lists ({@code prattrs}) and schema publications exist from Postgres 15 on. */
     private boolean columnLists(Connection c) throws SQLException {
         if (columnLists == null) {
-            try (var st = c.createStatement(); var rs = st.executeQuery("SHOW server_version_num")) {
-                rs.next();
-                columnLists = Integer.parseInt(rs.getString(1)) >= 150000;
-            }
+            columnLists = PostgresVersion.atLeast(c, PostgresVersion.COLUMN_LISTS);
         }
         return columnLists;
     }

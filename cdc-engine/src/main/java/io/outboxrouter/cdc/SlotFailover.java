@@ -17,13 +17,12 @@ import org.slf4j.LoggerFactory;
  */
 final class SlotFailover {
     private static final Logger LOG = LoggerFactory.getLogger(SlotFailover.class);
-    static final int SINCE = 17;
 
     private SlotFailover() {
     }
 
     static boolean supported(Connection c) throws SQLException {
-        return c.getMetaData().getDatabaseMajorVersion() >= SINCE;
+        return PostgresVersion.atLeast(c, PostgresVersion.FAILOVER_SLOTS);
     }
 
     /**
@@ -97,7 +96,7 @@ final class SlotFailover {
 
     private static Check readiness(Connection c, String slot) throws SQLException {
         if (!supported(c)) {
-            return Check.pass("failover", "Postgres " + c.getMetaData().getDatabaseMajorVersion() + " keeps logical slots on the "
+            return Check.pass("failover", "Postgres " + PostgresVersion.major(c) + " keeps logical slots on the "
                     + "primary only: after a failover to a standby, slot " + slot + " is gone and the router refuses to start "
                     + "(Postgres 17 failover slots keep it)");
         }

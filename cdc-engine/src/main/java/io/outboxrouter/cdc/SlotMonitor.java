@@ -181,10 +181,7 @@ public final class SlotMonitor implements AutoCloseable {
             return;
         }
         if (messages == null) {
-            try (var st = c.createStatement(); var rs = st.executeQuery("SHOW server_version_num")) {
-                rs.next();
-                messages = Integer.parseInt(rs.getString(1)) >= 140000; // pgoutput carries messages from Postgres 14 on
-            }
+            messages = PostgresVersion.atLeast(c, PostgresVersion.MESSAGES);
         }
         if (!messages) {
             return;
