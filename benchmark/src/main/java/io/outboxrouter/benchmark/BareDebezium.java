@@ -2,7 +2,6 @@ package io.outboxrouter.benchmark;
 
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
-import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,7 +16,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.connect.data.Struct;
-import org.apache.kafka.connect.source.SourceRecord;
 
 /**
  * The ceiling of anything built on Debezium: the Postgres connector in the embedded engine, with the router's connector

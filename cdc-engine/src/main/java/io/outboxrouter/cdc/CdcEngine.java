@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.UUID;

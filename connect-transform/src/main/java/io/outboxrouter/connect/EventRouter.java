@@ -8,7 +8,6 @@ import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
 import io.outboxrouter.config.EventRouterOptions;
 import io.outboxrouter.config.EventRouterOptions.Additional;
-import io.outboxrouter.config.EventRouterOptions.Placement;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;

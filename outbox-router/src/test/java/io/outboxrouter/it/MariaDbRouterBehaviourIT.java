@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.RouterConfigLoader;
-import io.outboxrouter.testing.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
