@@ -2,7 +2,6 @@ package io.outboxrouter.offsets;
 
 import io.outboxrouter.retry.Retry;
 import java.lang.management.ManagementFactory;
-import java.lang.reflect.UndeclaredThrowableException;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
@@ -10,18 +9,22 @@ import java.util.concurrent.atomic.AtomicReference;
 import javax.management.InstanceAlreadyExistsException;
 import javax.management.InstanceNotFoundException;
 import javax.management.JMException;
-import javax.management.JMX;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Counts one offset store's writes and retries, published as a JMX bean for as long as the store runs. Written by the
- * store's thread, read by the router's metrics and status page ({@link #lookup(String)}).
+ * Counts one offset store's writes and retries. Written by the store's thread; read in the process by reference
+ * ({@link #lookup}: the engine's check of each write's outcome, the metrics, the status page), and published as a JMX
+ * bean for operators, for as long as the store runs.
  */
 public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.Listener {
     private static final Logger LOG = LoggerFactory.getLogger(OffsetStoreStats.class);
+
+    /** The stores running in this process, by bean name: the engine instantiates its store by class name. */
+    private static final java.util.concurrent.ConcurrentHashMap<ObjectName, OffsetStoreStats> RUNNING =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     private final ObjectName name;
     private final AtomicLong stored = new AtomicLong();
@@ -62,24 +65,20 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
 
     /** An engine's offset store, read now; empty before the engine started it and after it stopped. */
     public static Optional<Snapshot> lookup(String routerName, String instance) {
-        var server = ManagementFactory.getPlatformMBeanServer();
-        var name = objectName(routerName, instance);
-        if (!server.isRegistered(name)) {
-            return Optional.empty();
-        }
-        try {
-            var bean = JMX.newMBeanProxy(server, name, OffsetStoreStatsMBean.class);
-            long at = bean.getLastStoredEpochMillis();
-            return Optional.of(new Snapshot(bean.getStoredTotal(), bean.getFailedTotal(), bean.getRetriesTotal(),
-                    bean.getConsecutiveFailures(), at == 0 ? null : Instant.ofEpochMilli(at), bean.getLastError(), bean.isFenced()));
-        } catch (UndeclaredThrowableException e) {
-            return Optional.empty(); // the store stopped between the two calls
-        }
+        return Optional.ofNullable(RUNNING.get(objectName(routerName, instance))).map(OffsetStoreStats::snapshot);
+    }
+
+    /** The counters now. */
+    Snapshot snapshot() {
+        long at = lastStored.get();
+        return new Snapshot(stored.get(), failed.get(), retries.get(), consecutiveFailures.get(), at == 0 ? null : Instant.ofEpochMilli(at),
+                lastError.get(), fenced);
     }
 
     /** Creates and publishes the bean; one left by an earlier store of the same router in this process is replaced. */
     static OffsetStoreStats register(String routerName, String instance) {
         var stats = new OffsetStoreStats(objectName(routerName, instance));
+        RUNNING.put(stats.name, stats);
         var server = ManagementFactory.getPlatformMBeanServer();
         try {
             try {
@@ -95,6 +94,7 @@ public final class OffsetStoreStats implements OffsetStoreStatsMBean, Retry.List
     }
 
     void unregister() {
+        RUNNING.remove(name, this);
         try {
             ManagementFactory.getPlatformMBeanServer().unregisterMBean(name);
         } catch (InstanceNotFoundException e) {
