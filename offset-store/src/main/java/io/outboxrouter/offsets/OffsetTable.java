@@ -26,6 +26,17 @@ public final class OffsetTable implements AutoCloseable {
      * The row that records this router's state beside its offsets: {@link #STORED} once it stored a position,
      * {@link #RESET} after an operator reset it. Told apart from the engine's keys, which are JSON arrays.
      */
+    /**
+     * The layout of the table this build writes. Version 1: {@code (router_name, offset_key, offset_value, updated_at)},
+     * one row per key. A change of layout raises it and adds its step to {@link #MIGRATIONS}.
+     */
+    public static final int LAYOUT_VERSION = 1;
+    /** The row that keeps the layout version: a router name no router can have (names are lower-case letters, digits, - and _). */
+    static final String LAYOUT_ROW = "*";
+    static final String LAYOUT_KEY = "outbox-router.layout";
+    /** Step {@code i} migrates layout {@code i + 1} to {@code i + 2}; none yet. */
+    private static final List<java.util.function.Consumer<OffsetTable>> MIGRATIONS = List.of();
+
     public static final String STATE_KEY = "outbox-router.state";
     /** The router has stored a position: no stored offsets now means they were lost. JSON, like every value. */
     public static final String STORED = "{\"state\":\"stored\"}";
@@ -91,6 +102,11 @@ public final class OffsetTable implements AutoCloseable {
         return table;
     }
 
+    /**
+     * Creates the table when missing, and checks the version of its layout: a table of an older layout is migrated
+     * ({@link #MIGRATIONS}), one of a newer layout (written by a newer outbox-router) is refused, so that an older build
+     * never reads positions it does not understand.
+     */
     public void createIfMissing() {
         run("create offset table " + table, c -> {
             try (var st = c.createStatement()) {
@@ -99,6 +115,33 @@ public final class OffsetTable implements AutoCloseable {
             }
             return null;
         });
+        int version = layoutVersion().orElse(0);
+        if (version > LAYOUT_VERSION) {
+            throw new OffsetStoreException("offsets table " + table + " has layout version " + version + ", written by a newer "
+                    + "outbox-router; this one reads up to version " + LAYOUT_VERSION + ". Run the newer version (a downgrade would "
+                    + "misread its positions)", null);
+        }
+        for (int v = version; v < LAYOUT_VERSION; v++) {
+            if (v > 0) {
+                MIGRATIONS.get(v - 1).accept(this);
+            }
+        }
+        if (version < LAYOUT_VERSION) {
+            write(LAYOUT_ROW, Map.of(LAYOUT_KEY, "{\"version\":" + LAYOUT_VERSION + "}"));
+        }
+    }
+
+    /** The table's layout version; empty for a table made before versions were kept (version 1's layout). */
+    public java.util.Optional<Integer> layoutVersion() {
+        var value = readAll(LAYOUT_ROW).get(LAYOUT_KEY);
+        if (value == null) {
+            return java.util.Optional.empty();
+        }
+        var m = java.util.regex.Pattern.compile("\"version\"\\s*:\\s*(\\d+)").matcher(value);
+        if (!m.find()) {
+            throw new OffsetStoreException("offsets table " + table + " has an unreadable layout version row: " + value, null);
+        }
+        return java.util.Optional.of(Integer.parseInt(m.group(1)));
     }
 
     /** Every stored key and value of one router, without its state row. */
@@ -185,7 +228,8 @@ public final class OffsetTable implements AutoCloseable {
         return run("list offsets", c -> {
             var out = new ArrayList<Row>();
             String sql = "SELECT router_name, offset_key, offset_value, updated_at FROM " + table
-                    + (routerName.isPresent() ? " WHERE router_name = ?" : "") + " ORDER BY router_name, offset_key";
+                    + (routerName.isPresent() ? " WHERE router_name = ?" : " WHERE router_name <> '" + LAYOUT_ROW + "'")
+                    + " ORDER BY router_name, offset_key";
             try (var ps = c.prepareStatement(sql)) {
                 ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
                 if (routerName.isPresent()) {

@@ -185,6 +185,27 @@ abstract class OffsetStoreContract {
     }
 
     @Test
+    void theTableKeepsItsLayoutVersionAndANewerLayoutIsRefused() {
+        try (var table = OffsetTable.open(settings("orders", "versioned_offsets", Duration.ofSeconds(5)))) {
+            table.createIfMissing();
+            assertThat(table.layoutVersion()).contains(OffsetTable.LAYOUT_VERSION);
+            table.createIfMissing(); // again: nothing changes
+            assertThat(table.layoutVersion()).contains(OffsetTable.LAYOUT_VERSION);
+
+            // A table a newer build wrote: this one does not read its positions.
+            table.write(OffsetTable.LAYOUT_ROW, Map.of(OffsetTable.LAYOUT_KEY, "{\"version\":" + (OffsetTable.LAYOUT_VERSION + 1) + "}"));
+            assertThatThrownBy(table::createIfMissing).isInstanceOf(OffsetStoreException.class)
+                    .hasMessageContaining("layout version " + (OffsetTable.LAYOUT_VERSION + 1)).hasMessageContaining("newer");
+
+            // A table made before versions were kept is version 1's layout: it gets the row.
+            table.write(OffsetTable.LAYOUT_ROW, java.util.Collections.singletonMap(OffsetTable.LAYOUT_KEY, null));
+            assertThat(table.layoutVersion()).isEmpty();
+            table.createIfMissing();
+            assertThat(table.layoutVersion()).contains(OffsetTable.LAYOUT_VERSION);
+        }
+    }
+
+    @Test
     void whatTheEngineWritesReadsBackEqual() throws Exception {
         var store = backingStore("orders-router", "engine_offsets");
         try {
