@@ -31,7 +31,7 @@ public final class LayoutHandover {
      */
     public static Optional<Integer> earlierLayout(RouterConfig config) {
         try (var c = config.source().connection().open()) {
-            var layouts = PostgresPreflight.otherLayouts(c, config.source().postgres());
+            var layouts = PostgresShards.otherLayouts(c, config.source().postgres());
             if (layouts.size() > 1) {
                 throw new SourceSetupException("slots of " + layouts.size() + " other shard layouts exist (" + layouts + "): hand over "
                         + "from one at a time, or drop the slots of those that hold nothing to publish");
@@ -84,7 +84,7 @@ public final class LayoutHandover {
         if (pg.sharded()) {
             var first = config.forShard(new Shard(0, pg.shards()));
             PostgresPreflight.create(first.name(), first.source(), ConnectorProperties.readColumns(config), aggregateId);
-            PostgresPreflight.createLayoutSlots(first.name(), first.source(), name -> false);
+            PostgresShards.createLayoutSlots(first.name(), first.source(), name -> false);
             return;
         }
         PostgresPreflight.create(config.name(), config.source(), ConnectorProperties.readColumns(config), aggregateId);

@@ -77,7 +77,7 @@ final class PostgresSource implements Source {
             return;
         }
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-            PostgresPreflight.createLayoutSlots(config.name(), config.source(),
+            PostgresShards.createLayoutSlots(config.name(), config.source(),
                     name -> !table.read(name).isEmpty() || table.state(name).isPresent());
         }
     }
@@ -351,7 +351,7 @@ final class PostgresSource implements Source {
 
     /** The slots of this shard's siblings (the same layout) that exist; waits while another process sets the layout up. */
     private List<String> siblingSlots() throws SQLException {
-        var layout = PostgresPreflight.Layout.of(config.source(), config.name());
+        var layout = PostgresShards.Layout.of(config.source(), config.name());
         try (var c = config.source().connection().open(); var lock = layout.lock(c)) {
             var found = new ArrayList<>(layout.existingSlots(c));
             found.remove(config.source().postgres().slot());
