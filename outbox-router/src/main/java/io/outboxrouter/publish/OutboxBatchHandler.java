@@ -6,6 +6,11 @@ import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.RoutingConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.metrics.RouterListener;
+import io.outboxrouter.publish.Outcome.DeadLetter;
+import io.outboxrouter.publish.Outcome.Event;
+import io.outboxrouter.publish.Outcome.Held;
+import io.outboxrouter.publish.Outcome.Marker;
+import io.outboxrouter.publish.Outcome.Released;
 import io.outboxrouter.retry.Retry;
 import io.outboxrouter.routing.DeadLetters;
 import io.outboxrouter.routing.Routing;
@@ -29,55 +34,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class OutboxBatchHandler implements ChangeHandler {
     private static final Logger LOG = LoggerFactory.getLogger(OutboxBatchHandler.class);
-
-    /** A record to send and what it stands for. */
-    private sealed interface Outcome {
-        ProducerRecord<byte[], byte[]> record();
-
-        void acknowledged(RouterListener listener, Instant ackTime);
-    }
-
-    /** An outbox event. */
-    private record Event(ChangeEvent change, ProducerRecord<byte[], byte[]> record) implements Outcome {
-        @Override
-        public void acknowledged(RouterListener listener, Instant ackTime) {
-            listener.published(record.topic(), change.commitTime(), ackTime);
-        }
-    }
-
-    /** The dead letter of a row that could not be routed. */
-    private record DeadLetter(String reason, ProducerRecord<byte[], byte[]> record) implements Outcome {
-        @Override
-        public void acknowledged(RouterListener listener, Instant ackTime) {
-            listener.deadLettered(reason);
-        }
-    }
-
-    /** An event of a parked aggregate, written to the parking topic in its place. */
-    private record Held(ProducerRecord<byte[], byte[]> record) implements Outcome {
-        @Override
-        public void acknowledged(RouterListener listener, Instant ackTime) {
-            listener.held();
-        }
-    }
-
-    /** A released event, published to its topic from the parking topic. */
-    private record Released(ProducerRecord<byte[], byte[]> record) implements Outcome {
-        @Override
-        public void acknowledged(RouterListener listener, Instant ackTime) {
-            listener.released();
-        }
-    }
-
-    /**
-     * A parking marker (an aggregate parked, a row's place, a release done). At least once, it is written only after
-     * every record before it is acknowledged: a marker in the topic means what came before it is published.
-     */
-    private record Marker(ProducerRecord<byte[], byte[]> record) implements Outcome {
-        @Override
-        public void acknowledged(RouterListener listener, Instant ackTime) {
-        }
-    }
 
     private final Routing routing;
     private final io.outboxrouter.tracing.PublishTracing tracing;
@@ -309,7 +265,6 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
     }
 
-    /** Commits the records handled since the last commit with the position after them; then they count as published. */
     /** Under {@code park-aggregate}: a batch of a stream that stopped, or whose release failed under exactly-once, goes no further. */
     private void requireUsable() {
         if (parking != null && parking.stale()) {
@@ -323,6 +278,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
     }
 
+    /** Commits the records handled since the last commit with the position after them; then they count as published. */
     @Override
     public synchronized void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         requireUsable();
@@ -330,58 +286,6 @@ public final class OutboxBatchHandler implements ChangeHandler {
         tracing.acknowledged(uncommitted.spans);
         uncommitted.spans.clear();
         uncommitted.acknowledged(listener, Instant.now());
-    }
-
-    /** What was sent since the last commit, counted by topic and commit time (the rows of one source transaction share one). */
-    private static final class Uncommitted {
-        private record Published(String topic, Instant commitTime) {
-        }
-
-        private final java.util.Map<Published, long[]> published = new java.util.LinkedHashMap<>();
-        private final java.util.Map<String, Integer> deadLettered = new java.util.HashMap<>();
-        /** Held and released events: counted one by one (a park holds few). */
-        private final List<Outcome> others = new ArrayList<>();
-        /** The spans of the events sent since the last commit: they end when the commit is acknowledged. */
-        private final List<io.opentelemetry.api.trace.Span> spans = new ArrayList<>();
-        private long total;
-        private long since;
-
-        void add(List<Outcome> outcomes, long start) {
-            if (total == 0) {
-                since = start;
-            }
-            for (var outcome : outcomes) {
-                total++;
-                if (outcome instanceof Event e) {
-                    published.computeIfAbsent(new Published(e.record().topic(), e.change().commitTime()), k -> new long[1])[0]++;
-                } else if (outcome instanceof DeadLetter d) {
-                    deadLettered.merge(d.reason(), 1, Integer::sum);
-                } else if (outcome instanceof Held || outcome instanceof Released) {
-                    others.add(outcome);
-                }
-            }
-        }
-
-        void acknowledged(RouterListener listener, Instant ackTime) {
-            published.forEach((p, n) -> {
-                for (long i = 0; i < n[0]; i++) {
-                    listener.published(p.topic(), p.commitTime(), ackTime);
-                }
-            });
-            deadLettered.forEach((reason, n) -> {
-                for (int i = 0; i < n; i++) {
-                    listener.deadLettered(reason);
-                }
-            });
-            if (total > 0) {
-                listener.batchPublished((int) Math.min(total, Integer.MAX_VALUE), Duration.ofNanos(System.nanoTime() - since));
-            }
-            others.forEach(o -> o.acknowledged(listener, ackTime));
-            published.clear();
-            deadLettered.clear();
-            others.clear();
-            total = 0;
-        }
     }
 
     /**
