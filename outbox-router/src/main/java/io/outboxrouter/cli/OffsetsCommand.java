@@ -2,8 +2,6 @@ package io.outboxrouter.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.outboxrouter.app.Replay;
-import io.outboxrouter.cdc.SlotRecovery;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.OffsetsTopic;
@@ -25,7 +23,7 @@ import picocli.CommandLine.Option;
 /** {@code offsets show|set|reset|recover}: the stored source position of one router. */
 @Command(name = "offsets", mixinStandardHelpOptions = true,
         description = "Shows, sets, resets or recovers the router's stored source position (all but show refuse while the router runs).",
-        subcommands = {OffsetsCommand.Show.class, OffsetsCommand.Set.class, OffsetsCommand.Reset.class, OffsetsCommand.Recover.class})
+        subcommands = {OffsetsCommand.Show.class, OffsetsCommand.Set.class, OffsetsCommand.Reset.class, OffsetsRecoverCommand.class})
 final class OffsetsCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -180,150 +178,6 @@ final class OffsetsCommand {
                 table.write(c.name(), withAuthority);
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));
-                return 0;
-            }
-        }
-    }
-
-    @Command(name = "recover", mixinStandardHelpOptions = true,
-            description = {"Postgres: after the router's replication slot was lost while a position is stored (a failover to a "
-                    + "standby that kept no copy of it, or a slot dropped while the router was stopped), publishes again the "
-                    + "outbox rows committed since its last published transaction, creates the slot where they end, and stores "
-                    + "that position: the next start streams from there, with nothing in between lost.",
-                    "Needs track_commit_timestamp = on since before that transaction. Rows deleted since they were written "
-                            + "(outbox.retention, a service that deletes its rows) and logical decoding messages cannot be "
-                            + "published again. --dry-run prints the range and the rows; it changes nothing."})
-    static final class Recover implements Callable<Integer> {
-        private static final int LISTED = 50;
-
-        /** 10s, 2m, 1h: as durations are written in the configuration. */
-        static final class DurationOption implements picocli.CommandLine.ITypeConverter<java.time.Duration> {
-            @Override
-            public java.time.Duration convert(String value) {
-                return io.outboxrouter.config.Durations.parse(value).orElseThrow(() -> new picocli.CommandLine.TypeConversionException(
-                        "must be a duration such as 10s, 2m or 1h (was \"" + value + "\")"));
-            }
-        }
-
-        @Mixin
-        ConfigOption config;
-
-        @Option(names = "--dry-run", description = "Print what would be published; change nothing.")
-        boolean dryRun;
-
-        @Option(names = "--reach-back", paramLabel = "DURATION", defaultValue = "10s", converter = Recover.DurationOption.class,
-                description = "Also publish again the rows committed this long before the last published transaction "
-                        + "(default: ${DEFAULT-VALUE}): commit times follow commit order only roughly, and a clock may step. "
-                        + "Transactions begun after it are taken whatever their commit time.")
-        java.time.Duration reachBack;
-
-        @Override
-        public Integer call() throws Exception {
-            var c = config.loadOrReport();
-            if (c == null) {
-                return Main.EXIT_USAGE;
-            }
-            if (c.source().kind().isBinlog()) {
-                System.err.println("outbox-router: MySQL and MariaDB need no recovery after a failover: a replica that logs what it "
-                        + "applies resumes the router by GTID (docs/failover.md); to move the position, use `offsets set`");
-                return Main.EXIT_USAGE;
-            }
-            if (c.source().tables().isEmpty()) {
-                System.err.println("outbox-router: router " + c.name() + " reads logical decoding messages only, which leave no rows to "
-                        + "publish again: `run --accept-gap` starts from a new slot, and the messages in between are lost");
-                return Main.EXIT_USAGE;
-            }
-            if (c.source().postgres().shards() > 1) {
-                System.err.println("outbox-router: router " + c.name() + " is sharded: recover each shard's slot is not supported yet; "
-                        + "`run --accept-gap`, then `replay --since` the stored positions' time (`offsets show`)");
-                return Main.EXIT_USAGE;
-            }
-            var lock = lockOrReport(c);
-            if (lock == null) {
-                return Main.EXIT_FAILED;
-            }
-            try (lock; var table = open(c)) {
-                table.createIfMissing();
-                SlotRecovery.Plan plan;
-                try {
-                    plan = SlotRecovery.plan(c, table.read(c.name()));
-                } catch (IllegalStateException e) {
-                    System.err.println("outbox-router: " + e.getMessage());
-                    return Main.EXIT_FAILED;
-                }
-                var replay = new Replay(c);
-                var since = plan.since(reachBack);
-                var filter = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                        new Replay.Recovery(since, plan.publishedXid(), null));
-                System.out.println("router " + c.name() + ": replication slot " + plan.slot() + " does not exist; the last transaction "
-                        + "it published" + (plan.publishedXid() < 0 ? "" : ", " + plan.publishedXid() + ",") + " committed at "
-                        + plan.committedAt() + " (stored position " + plan.storedLsn() + ").");
-                System.out.println("Publishes again the rows committed since " + since + " (--reach-back " + reachBack.toSeconds()
-                        + " s before it)" + (plan.publishedXid() < 0 ? "" : " or written by a transaction begun after it")
-                        + ": those the router had published are sent twice.");
-                for (String t : c.source().tables()) {
-                    System.out.println("  " + t + ": " + replay.order(t, filter).description());
-                }
-                System.out.println("Not covered: rows deleted since they were written (outbox.retention, or a service that deletes "
-                        + "its outbox rows after inserting them).");
-                var policy = c.routing().deadLetters().policy();
-                java.util.function.Consumer<String> rejected = reason -> System.err.println("outbox-router: cannot be routed ("
-                        + policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "): " + reason);
-                if (dryRun) {
-                    var listed = new java.util.concurrent.atomic.AtomicInteger();
-                    var result = replay.run(Optional.empty(), r -> {
-                        if (listed.getAndIncrement() < LISTED) {
-                            System.out.println("  " + ReplayCommand.header(r, "id") + "  " + r.topic() + "  " + ReplayCommand.header(r, "type"));
-                        }
-                    }, rejected, filter);
-                    System.out.println(result.published() + " row(s) would be published again"
-                            + (result.published() > LISTED ? " (first " + LISTED + " listed)" : "")
-                            + (result.rejected() > 0 ? "; " + result.rejected() + " cannot be routed" : "") + ", and slot " + plan.slot()
-                            + " created where they end. Nothing was changed (--dry-run).");
-                    return 0;
-                }
-                table.nextFence(c.name()); // a process that held the router before cannot write over what follows
-                Replay.Result result;
-                Map<String, String> entries;
-                // Rows that cannot be routed go where the stream would send them: dead letters, or a stop before anything is stored.
-                var deadLetters = policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.DEAD_LETTER
-                        || policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE // dead letters; it parks nothing
-                        ? Optional.of(new io.outboxrouter.routing.DeadLetters(c.routing().deadLetters().topic(), c.outbox().columns()))
-                        : Optional.<io.outboxrouter.routing.DeadLetters>empty();
-                try (var slot = SlotRecovery.create(c)) {
-                    var inSnapshot = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                            new Replay.Recovery(since, plan.publishedXid(), slot.snapshot()));
-                    String stopped = null;
-                    try (var sink = ReplayCommand.sink(c)) {
-                        result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot, deadLetters);
-                        if (result.rejected() > 0 && policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.FAIL) {
-                            stopped = result.rejected() + " row(s) cannot be routed, and routing.dead-letters.policy is fail: fix them "
-                                    + "(see above), then run it again";
-                        }
-                    } catch (Exception e) {
-                        result = null;
-                        stopped = String.valueOf(e.getMessage());
-                    }
-                    if (stopped != null) {
-                        var notDropped = slot.drop();
-                        System.err.println("outbox-router: the recovery stopped: " + stopped + ". " + (notDropped.isEmpty()
-                                ? "Slot " + plan.slot() + " was dropped again, so that it can be run once more (events sent before "
-                                + "the stop are then published twice)" : "Slot " + plan.slot() + " could not be dropped (" + notDropped.get()
-                                + "): drop it with SELECT pg_drop_replication_slot('" + plan.slot() + "') before running it again"));
-                        return Main.EXIT_FAILED;
-                    }
-                    entries = slot.offsets(plan);
-                    System.out.println("Created slot " + plan.slot() + " at " + slot.consistentPoint() + ".");
-                }
-                writeCommitted(c, entries);
-                var withAuthority = new LinkedHashMap<>(entries);
-                withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE);
-                withAuthority.put(OffsetTable.GAP_KEY, null);
-                table.write(c.name(), withAuthority);
-                System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
-                        + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed ("
-                        + (deadLetters.isPresent() ? "sent to the dead-letter topic" : "skipped, as routing.dead-letters.policy says")
-                        + ")" : "") + ". The next start streams from the new slot.");
                 return 0;
             }
         }
