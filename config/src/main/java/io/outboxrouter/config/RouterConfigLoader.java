@@ -6,11 +6,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.outboxrouter.config.OutboxConfig.Columns;
-import io.outboxrouter.config.OutboxConfig.PayloadFormat;
-import io.outboxrouter.config.RoutingConfig.DeadLetterPolicy;
-import io.outboxrouter.config.RoutingConfig.DeadLetters;
-import io.outboxrouter.config.SourceConfig.BinlogSource;
-import io.outboxrouter.config.SourceConfig.PostgresSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,12 +46,12 @@ public final class RouterConfigLoader {
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Pattern SHARD_NAME = Pattern.compile("-shard-\\d+-of-\\d+$");
-    private static final Pattern SHARD_SUFFIX = Pattern.compile("_shard_\\d+_of_\\d+$");
-    private static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
+    static final Pattern SHARD_SUFFIX = Pattern.compile("_shard_\\d+_of_\\d+$");
+    static final Pattern SHARD = Pattern.compile("(\\d{1,3})\\s*/\\s*(\\d{1,3})");
     private static final Pattern MESSAGE_PREFIX = Pattern.compile("[A-Za-z0-9_.:/-]{1,64}");
-    private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
-    private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
-    private static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
+    static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
+    static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
+    static final Pattern QUALIFIED_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*");
     private static final Pattern OPTIONALLY_QUALIFIED = Pattern.compile("([A-Za-z_][A-Za-z0-9_$]*\\.)?[A-Za-z_][A-Za-z0-9_$]*");
     /** Producer settings the delivery guarantees depend on: not overridable. */
     private static final Map<String, String> FIXED_PRODUCER = Map.of(
@@ -108,7 +103,7 @@ public final class RouterConfigLoader {
     }
 
     /** The router writes messages of its own under {@code outbox-router.} (drain markers, heartbeats): never events. */
-    private static void checkMessagePrefix(ConfigNode messages, String prefix) {
+    static void checkMessagePrefix(ConfigNode messages, String prefix) {
         if (prefix == null) {
             return;
         }
@@ -139,8 +134,8 @@ public final class RouterConfigLoader {
         var messages = source.child("postgres").child("messages");
         String prefix = messages.optionalString("prefix").orElse(null);
         checkMessagePrefix(messages, prefix);
-        var outbox = outbox(top.child("outbox"), null);
-        var routing = routing(top.child("routing"), outbox, null, DEFAULT_PARKING_TOPIC);
+        var outbox = RoutingConfigLoader.outbox(top.child("outbox"), null);
+        var routing = RoutingConfigLoader.routing(top.child("routing"), outbox, null, DEFAULT_PARKING_TOPIC);
         top.rejectUnknown();
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);
@@ -165,11 +160,11 @@ public final class RouterConfigLoader {
             top.problem("name", "must not end like a shard's name, -shard-<i>-of-<N>: the shards of another router are called so "
                     + "(was \"" + name + "\")");
         }
-        var source = source(top.child("source"), name == null ? "outbox_router" : name);
+        var source = SourceConfigLoader.source(top.child("source"), name == null ? "outbox_router" : name);
         var routingNode = top.child("routing");
-        var eventRouter = eventRouter(routingNode);
-        var outbox = outbox(top.child("outbox"), eventRouter);
-        var routing = routing(routingNode, outbox, eventRouter, parkingTopicOf(name == null ? "outbox_router" : name));
+        var eventRouter = RoutingConfigLoader.eventRouter(routingNode);
+        var outbox = RoutingConfigLoader.outbox(top.child("outbox"), eventRouter);
+        var routing = RoutingConfigLoader.routing(routingNode, outbox, eventRouter, parkingTopicOf(name == null ? "outbox_router" : name));
         if (eventRouter != null && source.postgres().messagePrefix() != null) {
             top.problem("routing.event-router", "routes outbox table rows; a tableless outbox (source.postgres.messages) is routed "
                     + "by outbox.columns: remove one of them");
@@ -199,279 +194,11 @@ public final class RouterConfigLoader {
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium, tracing);
     }
 
-    private static SourceConfig source(ConfigNode n, String routerName) {
-        var kind = n.choice("kind", SourceKind.class, SourceKind.POSTGRES);
-        String example = "jdbc:" + kind.jdbcScheme() + "://host:" + (kind.isBinlog() ? 3306 : 5432) + "/database";
-        String url = n.requiredString("url", "the JDBC URL of the database holding the outbox, e.g. " + example);
-        JdbcUrl address = null;
-        if (url != null) {
-            address = JdbcUrl.parse(url).filter(u -> u.scheme().equals(kind.jdbcScheme())).orElse(null);
-            if (address == null) {
-                n.problem(n.key("url"), "must look like " + example + " for source.kind " + ConfigNode.lower(kind)
-                        + " (was \"" + url + "\")");
-            } else if (address.multiHost() && kind.isBinlog()) {
-                n.problem(n.key("url"), "names " + address.hosts().size() + " hosts; a " + ConfigNode.lower(kind) + " source takes one: "
-                        + "give the address that moves to the primary in a failover (docs/failover.md) (was \"" + url + "\")");
-            } else if (address.multiHost()) {
-                // The router writes (its lock, its offsets) and reads its slot on the primary: of several hosts, that one.
-                var target = address.parameter("targetServerType");
-                if (target.isEmpty()) {
-                    url = url + (url.contains("?") ? "&" : "?") + "targetServerType=primary";
-                    address = JdbcUrl.parse(url).orElseThrow();
-                } else if (!target.get().equalsIgnoreCase("primary") && !target.get().equalsIgnoreCase("master")) {
-                    n.problem(n.key("url"), "names several hosts with targetServerType=" + target.get() + "; the router reads its slot "
-                            + "and writes its offsets on the primary: use targetServerType=primary, or leave it out (was \"" + url + "\")");
-                }
-            }
-        }
-        String user = n.requiredString("user", kind.isBinlog()
-                ? "a user with REPLICATION SLAVE, REPLICATION CLIENT and SELECT" : "a role with REPLICATION LOGIN");
-        var password = n.secret("password").orElse(Secret.of(""));
-        var pg = n.child("postgres");
-        var messages = pg.child("messages");
-        String messagePrefix = messages.optionalString("prefix").orElse(null);
-        checkMessagePrefix(messages, messagePrefix);
-        if (messagePrefix != null && kind.isBinlog()) {
-            messages.problem(messages.key("prefix"), "logical decoding messages are Postgres's (pg_logical_emit_message); a "
-                    + ConfigNode.lower(kind) + " source has none (remove it)");
-        }
-        // With messages, the outbox tables are optional: a tableless outbox names none.
-        var defaultTables = messagePrefix != null ? List.<String>of()
-                : kind.isBinlog() && address != null ? List.of(address.database() + ".outbox") : List.of("public.outbox");
-        var tables = n.stringList("tables", defaultTables);
-        if (tables.isEmpty() && messagePrefix == null) {
-            n.problem(n.key("tables"), "must name at least one outbox table (or, on Postgres, set source.postgres.messages.prefix "
-                    + "for a tableless outbox)");
-        }
-        for (String t : tables) {
-            if (!QUALIFIED_TABLE.matcher(t).matches()) {
-                n.problem(n.key("tables"), "must be qualified table names like " + (kind.isBinlog() ? "app.outbox" : "public.outbox")
-                        + " (was \"" + t + "\")");
-            }
-        }
-        String defaultName = routerName.replaceAll("[^a-z0-9_]", "_");
-        String slot = pg.string("slot", defaultName);
-        if (!SLOT_NAME.matcher(slot).matches()) {
-            pg.problem(pg.key("slot"), "must be lower-case letters, digits or '_', at most 63 (was \"" + slot + "\")");
-        }
-        String publication = pg.string("publication", defaultName);
-        if (!IDENTIFIER.matcher(publication).matches()) {
-            pg.problem(pg.key("publication"), "must be a plain SQL identifier (was \"" + publication + "\")");
-        }
-        for (var named : Map.of("slot", slot, "publication", publication).entrySet()) {
-            if (SHARD_SUFFIX.matcher(named.getValue()).find()) {
-                pg.problem(pg.key(named.getKey()), "must not end like a shard's, _shard_<i>_of_<N>: another router's shards are "
-                        + "called so (was \"" + named.getValue() + "\"" + (pg.raw(named.getKey()).isPresent() ? "" : ", from the name") + ")");
-            }
-        }
-        Duration heartbeat = pg.duration("heartbeat-interval", Duration.ZERO);
-        String heartbeatTable = pg.string("heartbeat-table", "public.outbox_router_heartbeat");
-        if (!QUALIFIED_TABLE.matcher(heartbeatTable).matches()) {
-            pg.problem(pg.key("heartbeat-table"), "must be a schema-qualified table name (was \"" + heartbeatTable + "\")");
-        }
-        int count = pg.integer("shards", 1, 1, Shard.MAX_COUNT);
-        List<Integer> runs = Shard.all(count);
-        var only = pg.optionalString("shard");
-        if (only.isPresent()) {
-            var m = SHARD.matcher(only.get().trim());
-            int i = m.matches() ? Integer.parseInt(m.group(1)) : -1;
-            int of = m.matches() ? Integer.parseInt(m.group(2)) : -1;
-            if (i < 0 || of < 2 || of > Shard.MAX_COUNT || i >= of) {
-                pg.problem(pg.key("shard"), "must be i/N, this process's shard of N (2 to " + Shard.MAX_COUNT
-                        + "), numbered from 0: 0/4 to 3/4 (was \"" + only.get() + "\")");
-            } else if (pg.raw("shards").isPresent() && count != of) {
-                pg.problem(pg.key("shard"), "says " + of + " shards but source.postgres.shards says " + count + " (set one of them)");
-            } else {
-                count = of;
-                runs = List.of(i);
-            }
-        }
-        if (count > 1) {
-            String key = pg.key(only.isPresent() ? "shard" : "shards");
-            if (kind.isBinlog()) {
-                pg.problem(key, "shards split a Postgres outbox over several replication slots; a " + ConfigNode.lower(kind)
-                        + " source reads one binlog stream (remove it)");
-            }
-            if (messagePrefix != null) {
-                // A publication's row filter splits table rows; every slot receives every logical decoding message.
-                pg.problem(key, "shards split outbox tables by a publication row filter, which logical decoding messages do not "
-                        + "pass through (every shard would receive every message): run messages unsharded (remove it, or "
-                        + "source.postgres.messages.prefix)");
-            }
-            var longest = List.of(Shard.routerName(routerName, count - 1, count), slot + Shard.suffix(count - 1, count),
-                    publication + Shard.suffix(count - 1, count));
-            if (longest.stream().anyMatch(l -> l.length() > 63)) {
-                pg.problem(key, "with " + count + " shards the names grow past Postgres's 63 characters (" + String.join(", ", longest)
-                        + "): choose a shorter name, source.postgres.slot or source.postgres.publication");
-            }
-        }
-        var binlog = n.child("binlog");
-        // A stable id per router name, in a range replicas rarely use; configurable when it collides.
-        long defaultServerId = 184_000 + Math.floorMod(routerName.hashCode(), 100_000);
-        long serverId = binlog.integer("server-id", (int) defaultServerId, 1, Integer.MAX_VALUE);
-        var snapshot = n.choice("snapshot", SnapshotMode.class, SnapshotMode.NONE);
-        Duration poll = n.duration("poll-interval", Duration.ofMillis(10));
-        if (poll.toMillis() < 1 || poll.toMinutes() > 1) {
-            n.problem(n.key("poll-interval"), "must be between 1ms and 1m (was \"" + Durations.format(poll) + "\")");
-        }
-        int batch = n.integer("max-batch-size", 2048, 1, 65536);
-        return new SourceConfig(kind, new JdbcConnection(url, user, password), address, tables,
-                new PostgresSource(slot, publication, heartbeat, heartbeatTable, count, runs, null, messagePrefix),
-                new BinlogSource(serverId), snapshot, poll, batch);
-    }
-
-    /**
-     * {@code routing.event-router}: Debezium's EventRouter options under Debezium's names (read without {@code ${...}}
-     * substitution: {@code ${routedByValue}} is Debezium's), and {@code routing.format}; null when not given.
-     */
-    private static RoutingConfig.EventRouterMode eventRouter(ConfigNode routing) {
-        var format = routing.child("format");
-        var key = format.choice("key", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
-        var value = format.choice("value", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
-        var header = format.choice("header", RoutingConfig.Format.class, RoutingConfig.Format.JSON);
-        var given = routing.rawStringMap("event-router");
-        if (!routing.has("event-router")) {
-            if (routing.has("format")) {
-                routing.problem(routing.key("format"), "applies to records made by routing.event-router; set that too, or remove it");
-            }
-            return null;
-        }
-        var options = EventRouterOptions.of(given, (option, problem) -> routing.problem(routing.key("event-router." + option), problem));
-        return new RoutingConfig.EventRouterMode(options, key, value, header);
-    }
-
-    private static OutboxConfig outbox(ConfigNode n, RoutingConfig.EventRouterMode eventRouter) {
-        if (eventRouter != null) {
-            for (String field : List.of("columns", "headers", "payload-format")) {
-                if (n.has(field)) {
-                    n.problem(n.key(field), "is set by routing.event-router's options (" + EventRouterOptions.ID + ", "
-                            + EventRouterOptions.KEY + ", " + EventRouterOptions.PAYLOAD + ", " + EventRouterOptions.ADDITIONAL
-                            + ", ...): remove it");
-                }
-            }
-        }
-        var c = n.child("columns");
-        var d = Columns.DEFAULTS;
-        if (eventRouter != null) {
-            var o = eventRouter.options();
-            d = new Columns(o.get(EventRouterOptions.ID), o.get(EventRouterOptions.ROUTE_BY), o.get(EventRouterOptions.KEY),
-                    o.get(EventRouterOptions.TYPE), o.get(EventRouterOptions.PAYLOAD));
-        }
-        var columns = new Columns(
-                column(c, "id", d.id()), column(c, "aggregate-type", d.aggregateType()),
-                column(c, "aggregate-id", d.aggregateId()), column(c, "type", d.type()),
-                column(c, "payload", d.payload()));
-        var headers = n.stringMap("headers");
-        headers.forEach((col, header) -> {
-            if (!IDENTIFIER.matcher(col).matches()) {
-                n.problem(n.key("headers"), "\"" + col + "\" is not a column name");
-            }
-            if (header.isBlank()) {
-                n.problem(n.key("headers." + col), "must name the Kafka header");
-            }
-        });
-        var format = n.choice("payload-format", PayloadFormat.class, PayloadFormat.BYTES);
-        var off = OutboxConfig.Retention.OFF;
-        Duration after = n.duration("retention", off.after());
-        if (!after.isZero() && after.toMillis() < 1000) {
-            n.problem(n.key("retention"), "must be at least 1s, or 0 for off (was \"" + Durations.format(after) + "\")");
-        }
-        String timeColumn = column(n, "retention-time-column", off.timeColumn());
-        int batchSize = n.integer("retention-batch-size", off.batchSize(), 1, 100_000);
-        return new OutboxConfig(columns, headers, format, new OutboxConfig.Retention(after, timeColumn, batchSize));
-    }
-
-    private static String column(ConfigNode n, String field, String defaultName) {
-        String v = n.string(field, defaultName);
-        if (!IDENTIFIER.matcher(v).matches()) {
-            n.problem(n.key(field), "must be a column name (was \"" + v + "\")");
-        }
-        return v;
-    }
-
     static final String DEFAULT_CLOUDEVENTS_SOURCE = "/outbox/${aggregatetype}";
 
     /** A router's own parking topic by default: shared, another router's open Kafka transactions would hide its held events. */
     public static String parkingTopicOf(String routerName) {
         return DEFAULT_PARKING_TOPIC + "." + routerName;
-    }
-
-    private static RoutingConfig routing(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter,
-                                         String defaultParkingTopic) {
-        if (eventRouter != null && n.has("topic")) {
-            n.problem(n.key("topic"), "is set by routing.event-router's " + EventRouterOptions.ROUTE_REPLACEMENT + " and "
-                    + EventRouterOptions.ROUTE_REGEX + ": remove it");
-        }
-        // ${...} in the template are columns, not environment variables: read it without substitution.
-        String text = n.rawText("topic").map(String::trim).filter(s -> !s.isEmpty()).orElse(DEFAULT_TOPIC);
-        TopicTemplate topic;
-        try {
-            topic = TopicTemplate.parse(text);
-            var known = knownPlaceholders(outbox);
-            for (String p : topic.placeholders()) {
-                if (!known.contains(p)) {
-                    n.problem(n.key("topic"), "unknown placeholder ${" + p + "} in \"" + text + "\"; known: "
-                            + String.join(", ", known.stream().map(k -> "${" + k + "}").toList())
-                            + " (name another column under outbox.headers to use it)");
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            n.problem(n.key("topic"), e.getMessage() + " (was \"" + text + "\")");
-            topic = TopicTemplate.parse(DEFAULT_TOPIC);
-        }
-        var dl = n.child("dead-letters");
-        var policy = dl.choice("policy", DeadLetterPolicy.class, DeadLetterPolicy.DEAD_LETTER);
-        String dlTopic = dl.string("topic", DEFAULT_DEAD_LETTER_TOPIC);
-        if (!TopicTemplate.isLegalTopic(dlTopic)) {
-            dl.problem(dl.key("topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + dlTopic + "\")");
-        }
-        String parkingTopic = dl.string("parking-topic", defaultParkingTopic);
-        if (!TopicTemplate.isLegalTopic(parkingTopic)) {
-            dl.problem(dl.key("parking-topic"), "must be a Kafka topic name: letters, digits, '.', '_', '-' (was \"" + parkingTopic + "\")");
-        } else if (parkingTopic.equals(dlTopic)) {
-            dl.problem(dl.key("parking-topic"), "must not be the dead-letter topic (both are \"" + parkingTopic + "\"): held events "
-                    + "are released from it, dead letters are not");
-        }
-        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic, parkingTopic), eventRouter, cloudEvents(n, outbox, eventRouter));
-    }
-
-    /** {@code routing.envelope} and {@code routing.cloudevents.*}; null when events are not wrapped. */
-    private static RoutingConfig.CloudEvents cloudEvents(ConfigNode n, OutboxConfig outbox, RoutingConfig.EventRouterMode eventRouter) {
-        var envelope = n.choice("envelope", RoutingConfig.Envelope.class, RoutingConfig.Envelope.NONE);
-        var ce = n.child("cloudevents");
-        var mode = ce.choice("mode", RoutingConfig.CloudEvents.Mode.class, RoutingConfig.CloudEvents.Mode.BINARY);
-        String text = ce.rawText("source").map(String::trim).filter(s -> !s.isEmpty()).orElse(DEFAULT_CLOUDEVENTS_SOURCE);
-        TopicTemplate source = TopicTemplate.parseText(DEFAULT_CLOUDEVENTS_SOURCE);
-        try {
-            source = TopicTemplate.parseText(text);
-            var known = knownPlaceholders(outbox);
-            for (String p : source.placeholders()) {
-                if (!known.contains(p)) {
-                    ce.problem(ce.key("source"), "unknown placeholder ${" + p + "} in \"" + text + "\"; known: "
-                            + String.join(", ", known.stream().map(k -> "${" + k + "}").toList()));
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            ce.problem(ce.key("source"), e.getMessage() + " (was \"" + text + "\")");
-        }
-        if (envelope == RoutingConfig.Envelope.NONE) {
-            if (ce.has("mode") || ce.has("source")) {
-                ce.problem(ce.key(ce.has("mode") ? "mode" : "source"), "is read only with routing.envelope: cloudevents (set it, or remove this)");
-            }
-            return null;
-        }
-        if (eventRouter != null) {
-            n.problem(n.key("envelope"), "wraps the router's own records; with routing.event-router the records are Debezium's "
-                    + "EventRouter's: remove one of them");
-        }
-        for (String header : outbox.headers().values()) {
-            String lower = header.toLowerCase(java.util.Locale.ROOT);
-            if (lower.equals("content-type") || lower.startsWith("ce_")) {
-                n.problem(n.key("envelope"), "puts the CloudEvents attributes in the " + header + " header, which outbox.headers also "
-                        + "names: a consumer would read the wrong one; rename that header");
-            }
-        }
-        return new RoutingConfig.CloudEvents(mode, source);
     }
 
     /** Placeholders a template may use: the logical field names and every column the config names. */
