@@ -217,7 +217,7 @@ final class SourceStream implements AutoCloseable {
             }
             var topic = new OffsetsTopic(config.kafka());
             try {
-                var token = sourceToken(table, topic, acceptForeign);
+                var token = SourceToken.of(config, table, topic, acceptForeign, shardIndex());
                 var transactional = new TransactionalPublisher(config.kafka(), config.name(), streamsInProcess(config),
                         Duration.ofMillis(200), metrics);
                 sink = transactional;
@@ -241,7 +241,7 @@ final class SourceStream implements AutoCloseable {
                 var committed = topic.read(config.name(), partition);
                 var toTopic = new java.util.LinkedHashMap<>(CommittedPosition.reconcile(config, table, topic.name(), committed, fence,
                         token.tableWins()));
-                toTopic.put(OffsetsTopic.sourceKey(config.name()), sourceMark(token.token()));
+                toTopic.put(OffsetsTopic.sourceKey(config.name()), SourceToken.mark(config, token.token()));
                 transactional.commitPositions(toTopic);
                 table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TOPIC), fence);
                 LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {} (partition {})", config.name(),
@@ -259,60 +259,6 @@ final class SourceStream implements AutoCloseable {
 
         private int shardIndex() {
             return config.shard().map(io.outboxrouter.config.Shard::index).orElse(0);
-        }
-
-        /**
-         * The token that says which offsets table this stream's positions in the offsets topic come from: made once and kept
-         * in the table ({@link OffsetTable#SOURCE_KEY}), and written beside the positions in the topic. A topic whose
-         * positions of this name carry another token was written by another router of the same name (another database on
-         * the same Kafka cluster: sharing a transactional id and positions with it would fence it and resume from its
-         * position), or this router's offsets table lost its rows. Refused with the fix, before anything is fenced, unless
-         * the table says it is the truth (an operator's offsets set|reset, an at-least-once run) or the operator accepts.
-         *
-         * @return the token, and whether the table's positions are to win over the topic's
-         */
-        private SourceToken sourceToken(OffsetTable table, OffsetsTopic topic, boolean acceptForeign) throws Exception {
-            String ours = table.source(config.name()).map(SourceStream::tokenOf).orElse(null);
-            var retry = new io.outboxrouter.retry.Retry(Duration.ofMillis(200), Duration.ofSeconds(30), config.kafka().giveUpAfter());
-            var mark = retry.call("read the offsets topic " + topic.name(),
-                    e -> !(e instanceof org.apache.kafka.common.errors.AuthorizationException), LOG,
-                    () -> topic.readSource(config.name(), shardIndex()));
-            String theirs = mark.map(SourceStream::tokenOf).orElse(null);
-            String token = ours != null ? ours : java.util.UUID.randomUUID().toString();
-            boolean tableSays = table.authority(config.name()).filter(OffsetTable.TABLE::equals).isPresent();
-            boolean tableWins = false;
-            if (theirs != null && !theirs.equals(ours) && !tableSays) {
-                String problem = "the offsets topic " + topic.name() + " holds positions of router " + config.name() + " that came "
-                        + "from another offsets table (" + mark.map(SourceStream::offsetsOf).orElse("?") + "; this router's is "
-                        + describeOffsets() + "): another router of the same name commits to this Kafka cluster" + (ours == null
-                        ? ", or this router's offsets table lost its rows" : "") + ". Two routers of one name share a "
-                        + "transactional id and positions: starting would fence the other and resume from its position";
-                if (!acceptForeign) {
-                    throw new SourceSetupException(problem + ". Fix: give each router a name of its own (name: in the config file)"
-                            + (ours == null ? "; if this router's offsets table was re-created, start it once with run --accept-gap, "
-                            + "which resumes from the topic's positions" : "; to take this name over from the other router, "
-                            + "start once with run --accept-gap, which resumes from this router's offsets table"));
-                }
-                LOG.error("Router {}: {}. Accepted (--accept-gap): {}", config.name(), problem, ours == null
-                        ? "resuming from the topic's positions" : "resuming from this router's offsets table, the topic is corrected");
-                tableWins = ours != null;
-            }
-            if (ours == null) {
-                // Kept in the table first: a stop before the topic has it leaves a topic without a mark, which is not refused.
-                table.write(config.name(), java.util.Map.of(OffsetTable.SOURCE_KEY,
-                        JSON.createObjectNode().put("source", token).toString()));
-            }
-            return new SourceToken(token, tableWins);
-        }
-
-        private String describeOffsets() {
-            var o = OffsetTableSettings.offsets(config);
-            return o.table() + " at " + o.url().replaceAll("(?i)(password|user)=[^&;]*", "$1=…");
-        }
-
-        private String sourceMark(String token) {
-            return JSON.createObjectNode().put("source", token).put("offsets", describeOffsets())
-                    .put("since", java.time.Instant.now().toString()).toString();
         }
 
         /** {@code seconds} 0: back to ending within {@link RouterLock#DEAD_SESSION_SECONDS} when silent. */
@@ -354,25 +300,6 @@ final class SourceStream implements AutoCloseable {
     /** The streams of the router in this process (a sharded router's), which share its heap. */
     private static int streamsInProcess(RouterConfig config) {
         return config.source().streamsInProcess();
-    }
-
-    private record SourceToken(String token, boolean tableWins) {
-    }
-
-    private static String tokenOf(String mark) {
-        try {
-            return JSON.readTree(mark).path("source").asText(mark);
-        } catch (java.io.IOException e) {
-            return mark;
-        }
-    }
-
-    private static String offsetsOf(String mark) {
-        try {
-            return JSON.readTree(mark).path("offsets").asText("?");
-        } catch (java.io.IOException e) {
-            return "?";
-        }
     }
 
     /** The source changed under the stream so that it cannot go on (a dropped publication): the router stops, saying how to fix it. */
