@@ -23,10 +23,6 @@ public final class OffsetTable implements AutoCloseable {
     }
 
     /**
-     * The row that records this router's state beside its offsets: {@link #STORED} once it stored a position,
-     * {@link #RESET} after an operator reset it. Told apart from the engine's keys, which are JSON arrays.
-     */
-    /**
      * The layout of the table this build writes. Version 1: {@code (router_name, offset_key, offset_value, updated_at)},
      * one row per key. A change of layout raises it and adds its step to {@link #MIGRATIONS}.
      */
@@ -37,6 +33,10 @@ public final class OffsetTable implements AutoCloseable {
     /** Step {@code i} migrates layout {@code i + 1} to {@code i + 2}; none yet. */
     private static final List<java.util.function.Consumer<OffsetTable>> MIGRATIONS = List.of();
 
+    /**
+     * The row that records this router's state beside its offsets: {@link #STORED} once it stored a position,
+     * {@link #RESET} after an operator reset it. Told apart from the engine's keys, which are JSON arrays.
+     */
     public static final String STATE_KEY = "outbox-router.state";
     /** The router has stored a position: no stored offsets now means they were lost. JSON, like every value. */
     public static final String STORED = "{\"state\":\"stored\"}";
@@ -115,20 +115,69 @@ public final class OffsetTable implements AutoCloseable {
             }
             return null;
         });
-        int version = layoutVersion().orElse(0);
+        // No version row: a table made before versions were kept (layout 1) when it has rows, else one made just now.
+        int version = layoutVersion().orElseGet(() -> anyRows() ? 1 : LAYOUT_VERSION);
         if (version > LAYOUT_VERSION) {
             throw new OffsetStoreException("offsets table " + table + " has layout version " + version + ", written by a newer "
                     + "outbox-router; this one reads up to version " + LAYOUT_VERSION + ". Run the newer version (a downgrade would "
                     + "misread its positions)", null);
         }
         for (int v = version; v < LAYOUT_VERSION; v++) {
-            if (v > 0) {
-                MIGRATIONS.get(v - 1).accept(this);
+            MIGRATIONS.get(v - 1).accept(this);
+        }
+        if (layoutVersion().filter(v -> v >= LAYOUT_VERSION).isEmpty()) {
+            raiseLayout();
+        }
+    }
+
+    /**
+     * Records this build's layout version, only ever raising it: a lower one is replaced, a missing one inserted, and a
+     * higher one (a newer build's, written meanwhile) kept, whatever order two processes of different builds do it in.
+     */
+    private void raiseLayout() {
+        run("record the layout version of " + table, c -> {
+            var lower = java.util.stream.IntStream.range(1, LAYOUT_VERSION).mapToObj(OffsetTable::layoutValue).toList();
+            if (!lower.isEmpty()) {
+                try (var ps = c.prepareStatement("UPDATE " + table + " SET offset_value = ? WHERE router_name = ? AND offset_key = ? "
+                        + "AND offset_value IN (" + String.join(", ", java.util.Collections.nCopies(lower.size(), "?")) + ")")) {
+                    ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+                    int i = 1;
+                    ps.setString(i++, layoutValue(LAYOUT_VERSION));
+                    ps.setString(i++, LAYOUT_ROW);
+                    ps.setString(i++, LAYOUT_KEY);
+                    for (String v : lower) {
+                        ps.setString(i++, v);
+                    }
+                    ps.executeUpdate();
+                }
             }
-        }
-        if (version < LAYOUT_VERSION) {
-            write(LAYOUT_ROW, Map.of(LAYOUT_KEY, "{\"version\":" + LAYOUT_VERSION + "}"));
-        }
+            try (var ps = c.prepareStatement(store.dialect().insertIfAbsent(table))) {
+                ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+                ps.setString(1, LAYOUT_ROW);
+                ps.setString(2, LAYOUT_KEY);
+                ps.setString(3, layoutValue(LAYOUT_VERSION));
+                ps.executeUpdate();
+            }
+            return null;
+        });
+    }
+
+    private static String layoutValue(int version) {
+        return "{\"version\":" + version + "}";
+    }
+
+    /** Whether any router has a row in the table. */
+    private boolean anyRows() {
+        return run("read " + table, c -> {
+            try (var ps = c.prepareStatement("SELECT 1 FROM " + table + " WHERE router_name <> ?")) {
+                ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+                ps.setMaxRows(1);
+                ps.setString(1, LAYOUT_ROW);
+                try (var rs = ps.executeQuery()) {
+                    return rs.next();
+                }
+            }
+        });
     }
 
     /** The table's layout version; empty for a table made before versions were kept (version 1's layout). */

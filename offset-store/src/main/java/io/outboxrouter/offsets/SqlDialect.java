@@ -36,6 +36,12 @@ enum SqlDialect {
             return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP) "
                     + "ON CONFLICT (router_name, offset_key) DO UPDATE SET offset_value = EXCLUDED.offset_value, updated_at = EXCLUDED.updated_at";
         }
+
+        @Override
+        String insertIfAbsent(String table) {
+            return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP) "
+                    + "ON CONFLICT (router_name, offset_key) DO NOTHING";
+        }
     },
     MYSQL {
         @Override
@@ -75,6 +81,12 @@ enum SqlDialect {
             return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(3)) "
                     + "ON DUPLICATE KEY UPDATE offset_value = VALUES(offset_value), updated_at = VALUES(updated_at)";
         }
+
+        @Override
+        String insertIfAbsent(String table) {
+            return "INSERT INTO " + table + " (router_name, offset_key, offset_value, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(3)) "
+                    + "ON DUPLICATE KEY UPDATE offset_value = offset_value";
+        }
     };
 
     static SqlDialect of(String jdbcUrl) {
@@ -112,6 +124,9 @@ enum SqlDialect {
 
     /** Insert or replace one row; parameters: router name, key, value. */
     abstract String upsert(String table);
+
+    /** Inserts a row unless its key is there already (then nothing changes). */
+    abstract String insertIfAbsent(String table);
 
     /** The schema history of a binlog source: DDL records in order, per router. */
     String createHistoryTable(String table) {

@@ -197,11 +197,13 @@ abstract class OffsetStoreContract {
             assertThatThrownBy(table::createIfMissing).isInstanceOf(OffsetStoreException.class)
                     .hasMessageContaining("layout version " + (OffsetTable.LAYOUT_VERSION + 1)).hasMessageContaining("newer");
 
-            // A table made before versions were kept is version 1's layout: it gets the row.
+            // A table made before versions were kept (rows, no version row) is version 1's layout: it gets the row.
+            table.write("orders", Map.of("[\"orders\",{}]", "{\"lsn\":1}"));
             table.write(OffsetTable.LAYOUT_ROW, java.util.Collections.singletonMap(OffsetTable.LAYOUT_KEY, null));
             assertThat(table.layoutVersion()).isEmpty();
             table.createIfMissing();
             assertThat(table.layoutVersion()).contains(OffsetTable.LAYOUT_VERSION);
+            assertThat(table.read("orders")).containsEntry("[\"orders\",{}]", "{\"lsn\":1}");
         }
     }
 
