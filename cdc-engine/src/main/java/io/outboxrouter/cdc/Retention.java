@@ -26,8 +26,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>"Already published" cannot be read from a time column (a long transaction commits rows dated long before), so each
  * cycle works from the source's log instead: in one snapshot it reads a log position that every transaction visible in the
- * snapshot committed before ({@link Source#beginSnapshot}) and the ids of the old rows visible there; it deletes them only
- * once the router has published and stored everything before that position ({@link Source#publishedPast}). A row the
+ * snapshot committed before ({@link OutboxSql#beginSnapshot}) and the ids of the old rows visible there; it deletes them only
+ * once the router has published and stored everything before that position ({@link OutboxSql#publishedPast}). A row the
  * router has not published is never deleted, however old it is, whatever the router is doing (stopped, behind, failing).
  * Rows are deleted by id, so a row committed after the snapshot is never touched by that cycle.
  */
@@ -67,7 +67,7 @@ public final class Retention implements AutoCloseable {
     }
 
     private final RouterConfig config;
-    private final Source source;
+    private final OutboxSql source;
     private final java.util.concurrent.atomic.AtomicLong deletedTotal = new java.util.concurrent.atomic.AtomicLong();
     private final Map<String, Duration> oldestKept = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile String waitingFor;
@@ -82,7 +82,7 @@ public final class Retention implements AutoCloseable {
     private volatile OffsetTable stored;
     private volatile boolean closed;
 
-    public Retention(RouterConfig config, Source source, Listener listener) {
+    public Retention(RouterConfig config, OutboxSql source, Listener listener) {
         this.config = config;
         this.source = source;
         this.settings = config.outbox().retention();
@@ -99,7 +99,7 @@ public final class Retention implements AutoCloseable {
      * With retention on, each outbox table must have the time column, and (Postgres) the router's user may delete from it.
      * Empty when retention is off.
      */
-    static List<Check> checks(RouterConfig config, Source source) {
+    static List<Check> checks(RouterConfig config, OutboxSql source) {
         var settings = config.outbox().retention();
         if (!settings.on()) {
             return List.of();
@@ -256,7 +256,7 @@ public final class Retention implements AutoCloseable {
         return new Cycle(Collections.unmodifiableMap(deleted), waiting);
     }
 
-    private record Candidates(Source.LogMark mark, List<Object> ids) {
+    private record Candidates(OutboxSql.LogMark mark, List<Object> ids) {
     }
 
     /** In one snapshot: the log mark, then the ids of the old rows (of this stream's shard) visible in it, oldest first. */
@@ -280,7 +280,7 @@ public final class Retention implements AutoCloseable {
         }
     }
 
-    private boolean awaitPublished(Connection c, Source.LogMark mark, Duration wait) throws SQLException {
+    private boolean awaitPublished(Connection c, OutboxSql.LogMark mark, Duration wait) throws SQLException {
         long deadline = System.nanoTime() + wait.toNanos();
         while (!closed) {
             if (source.publishedPast(mark, c, this::stored)) {

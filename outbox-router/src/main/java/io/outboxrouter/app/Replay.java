@@ -1,5 +1,6 @@
 package io.outboxrouter.app;
 
+import io.outboxrouter.cdc.OutboxSql;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.change.ChangeEvent;
 import io.outboxrouter.config.RouterConfig;
@@ -49,7 +50,21 @@ public final class Replay {
      * transaction {@code fromXid} or a later one, the range a stop of the router names.
      */
     public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-            List<String> orderBy, Long fromXid, Recovery recovery) {
+            List<String> orderBy, Long fromXid, Recovery recovery, List<String> ids) {
+
+        public Filter {
+            ids = ids == null ? List.of() : List.copyOf(ids);
+        }
+
+        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
+                      List<String> orderBy, Long fromXid, Recovery recovery) {
+            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid, recovery, List.of());
+        }
+
+        /** The rows with one of these event ids (for {@code audit --repair}), in the order they committed. */
+        public static Filter ofIds(List<String> ids, String timeColumn) {
+            return new Filter(null, null, null, null, null, timeColumn, List.of(), null, null, ids);
+        }
 
         public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
                       List<String> orderBy, Long fromXid) {
@@ -80,7 +95,7 @@ public final class Replay {
     }
 
     private final RouterConfig config;
-    private final Source source;
+    private final OutboxSql source;
     private final Routing routing;
 
     public Replay(RouterConfig config) {
@@ -252,6 +267,24 @@ public final class Replay {
     }
 
     /** Calls {@code each} for every row that matches, table by table, in the order a replay publishes them; returns how many. */
+    /** How many rows {@link #forEachRow} would give, counted by the database. */
+    public long count(Filter filter) throws SQLException {
+        long rows = 0;
+        for (String table : config.source().tables()) {
+            try (var c = config.source().connection().open()) {
+                String sql = "SELECT COUNT(*) FROM " + table + where(table, filter, timeOf(c, table, filter));
+                try (var ps = c.prepareStatement(sql)) {
+                    bind(ps, filter);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        rows += rs.getLong(1);
+                    }
+                }
+            }
+        }
+        return rows;
+    }
+
     public long forEachRow(Filter filter, Consumer<RowKey> each) throws SQLException {
         var cols = config.outbox().columns();
         long rows = 0;
@@ -285,6 +318,11 @@ public final class Replay {
     }
 
     private String sql(String select, String table, Filter f, Order order, String time) {
+        return "SELECT " + select + " FROM " + table + where(table, f, time) + " ORDER BY " + String.join(", ", order.sql());
+    }
+
+    /** The filter as a WHERE clause (empty when it selects every row), its parameters bound by {@link #bind}. */
+    private String where(String table, Filter f, String time) {
         var cols = config.outbox().columns();
         var where = new ArrayList<String>();
         if (f.since() != null) {
@@ -302,6 +340,9 @@ public final class Replay {
         if (f.id() != null) {
             where.add(source.asText(cols.id()) + " = ?");
         }
+        if (!f.ids().isEmpty()) {
+            where.add(source.asText(cols.id()) + " IN (" + String.join(", ", java.util.Collections.nCopies(f.ids().size(), "?")) + ")");
+        }
         if (f.recovery() != null) {
             // Commit times follow commit order only roughly (taken before the commit record is written; a clock may step):
             // the caller reaches back. A transaction begun after the published one has a newer xid, whatever its clock.
@@ -317,8 +358,7 @@ public final class Replay {
             // frozen row's age is the largest there is, so it counts as older.
             where.add("age(xmin) <= age(CAST(? AS xid))");
         }
-        return "SELECT " + select + " FROM " + table + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
-                + " ORDER BY " + String.join(", ", order.sql());
+        return where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where);
     }
 
     private static void bind(PreparedStatement ps, Filter f) throws SQLException {
@@ -333,6 +373,9 @@ public final class Replay {
             if (value != null) {
                 ps.setString(i++, value);
             }
+        }
+        for (String value : f.ids()) {
+            ps.setString(i++, value);
         }
         if (f.recovery() != null) {
             ps.setTimestamp(i++, Timestamp.from(f.recovery().committedSince()));

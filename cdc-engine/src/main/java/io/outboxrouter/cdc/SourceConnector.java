@@ -1,0 +1,42 @@
+package io.outboxrouter.cdc;
+
+import java.util.Properties;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+import org.apache.kafka.connect.data.Struct;
+
+/** How the engine reads a source: the connector's settings, its metrics, positions as people read them, transaction ends, drains. */
+public interface SourceConnector {
+
+    /** Adds the connector properties of this kind to the common ones. */
+    void addConnectorProperties(Properties p);
+
+    /** The JMX domain of the connector's metrics, e.g. {@code debezium.postgres}. */
+    String metricsDomain();
+
+    /** The connector's streaming metrics bean: its {@code Connected} attribute says whether the stream is open. */
+    default ObjectName streamingMetrics(String routerName) {
+        try {
+            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming,server=" + routerName);
+        } catch (MalformedObjectNameException e) {
+            throw new IllegalArgumentException("router name " + routerName + " cannot name a metrics bean", e);
+        }
+    }
+
+    /** A change record's {@code source} block as a position people can read, e.g. {@code lsn:0/16B3748}. */
+    String position(Struct source);
+
+    /** How {@code run --once} knows that everything committed before now is published and stored. */
+    Drain newDrain(EngineProgress progress);
+
+    /** What the stream reads from, for log lines: {@code slot orders_router}, {@code binlog}. */
+    String describe();
+
+    /**
+     * How the engine finds transaction ends in the connector's records, and which position it stores there; see
+     * {@link TransactionBoundaries}. The connector gets transaction metadata unless this is {@link TransactionBoundaries.Mode#POSTGRES}.
+     */
+    default TransactionBoundaries.Mode boundaries() {
+        return TransactionBoundaries.Mode.BINLOG;
+    }
+}
