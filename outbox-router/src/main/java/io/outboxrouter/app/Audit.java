@@ -84,7 +84,7 @@ public final class Audit {
      */
     public Report run(Replay.Filter filter, Consumer<String> progress) throws SQLException, ExecutionException, InterruptedException {
         var topics = topics();
-        long total = rows.forEachRow(filter, r -> { });
+        long total = rows.count(filter);
         int passes = (int) Math.max(1, (total + ROWS_PER_PASS - 1) / ROWS_PER_PASS);
         var t = new Totals();
         String parking = config.routing().deadLetters().parkingTopic();

@@ -22,6 +22,8 @@ import picocli.CommandLine.Option;
                         + "share of the aggregates."})
 final class AuditCommand implements Callable<Integer> {
     private static final int LISTED = 20;
+    /** Missing events published again per query. */
+    private static final int REPAIR_BATCH = 500;
 
     @Mixin
     ConfigOption config;
@@ -105,11 +107,13 @@ final class AuditCommand implements Callable<Integer> {
         var replay = new Replay(c);
         long published = 0;
         try (var sink = ReplayCommand.sink(c)) {
-            for (var m : report.missing()) {
-                var one = new Replay.Filter(null, null, null, null, m.id(), timeColumn, List.of());
-                // One query per event: repairs are for the few a report names; a large gap is replay's (--since).
+            // A query per few hundred events, each in commit order; the report lists an aggregate's missing rows together, in
+            // commit order, so the batches keep each aggregate's order.
+            var missing = report.missing();
+            for (int from = 0; from < missing.size(); from += REPAIR_BATCH) {
+                var ids = missing.subList(from, Math.min(missing.size(), from + REPAIR_BATCH)).stream().map(Audit.Missing::id).toList();
                 published += replay.run(Optional.of(sink), r -> { }, reason -> System.err.println("outbox-router: not routable: "
-                        + reason), one).published();
+                        + reason), Replay.Filter.ofIds(ids, timeColumn)).published();
             }
         }
         System.out.println(published + " missing event(s) published again, each with the header replayed=true.");

@@ -72,7 +72,8 @@ public final class PublishTracing {
     private static OpenTelemetry openTelemetry() {
         if (sdk == null) {
             // Debezium's EventRouter asks for the global instance when it loads, which makes it a no-op one when nothing set
-            // it: the global instance is taken only when it makes real spans (an agent, or an application embedding us).
+            // it: the global instance is taken only when it makes real spans (an agent, or an application embedding us). The
+            // probe span is never ended, so it is never exported.
             if (GlobalOpenTelemetry.isSet() && GlobalOpenTelemetry.get().getTracer("io.outboxrouter.probe").spanBuilder("probe")
                     .startSpan().getSpanContext().isValid()) {
                 sdk = GlobalOpenTelemetry.get();
