@@ -3,7 +3,7 @@ package io.outboxrouter.it;
 import java.sql.SQLException;
 
 /** Outbox retention on a real MariaDB: the router's stored binlog position says what is published. */
-class MariaDbRetentionIT extends RetentionContract {
+class MariaDbRetentionIT extends RetentionContract implements ScheduledRetentionTier {
     @Override
     OutboxDatabase newDatabase(String name) throws SQLException {
         return BinlogOutbox.mariadb(name);

@@ -11,7 +11,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIf;
 import org.testcontainers.mysql.MySQLContainer;
@@ -22,7 +21,7 @@ import org.testcontainers.mysql.MySQLContainer;
  * where a Docker engine runs, a MySQL 8.4 container through Testcontainers. Skipped without either.
  */
 @EnabledIf("enabled")
-class MySqlOutboxIT extends OutboxContract {
+class MySqlOutboxIT extends OutboxContract implements StopAndRestartTier {
     private static MySQLContainer mysql;
 
     static boolean enabled() {
@@ -57,40 +56,11 @@ class MySqlOutboxIT extends OutboxContract {
         MariaDbRouterBehaviourIT.offsetsSetMovesThePositionBackToAnEventsHeader(new BinlogOutbox(server(), unique("replay")), dir);
     }
 
-    /**
-     * Exactly-once runs on MariaDB and Postgres: it sits after the connector (the same binlog path as MariaDB's), and its
-     * crash tests would add about two minutes to every run here.
-     */
     /** Three SIGKILLs, not four: the binlog path is MariaDB's, which takes four. */
     @Override
     @Test
     void sigkillUnderLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
         sigkillUnderLoad("crash", "", 3);
-    }
-
-    @Override
-    @Test
-    @Disabled("prints figures only; the benchmark measures latency")
-    void latencyProbeForSingleInserts() {
-    }
-
-    /** A Kafka outage is handled after the connector, the same for every source: PostgresOutboxIT. */
-    @Override
-    @Test
-    @Disabled("a Kafka outage is handled after the connector: covered on MariaDB's binlog path and on Postgres")
-    void aKafkaCrashMidStreamIsRiddenOutWithNothingLostAndOrderKept() {
-    }
-
-    @Override
-    @Test
-    @Disabled("exactly-once is covered on MariaDB's binlog path and on Postgres")
-    void exactlyOnceSigkillUnderLoadShowsEveryEventOnceToReadCommittedConsumers() {
-    }
-
-    @Override
-    @Test
-    @Disabled("exactly-once is covered on MariaDB's binlog path and on Postgres")
-    void exactlyOnceAKafkaCrashMidStreamDuplicatesNothingForReadCommittedConsumers() {
     }
 
     /** The README's grants for MySQL, exactly: the router streams, stores its offsets and holds its lock with them. */

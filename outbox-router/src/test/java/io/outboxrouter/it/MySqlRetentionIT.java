@@ -1,8 +1,6 @@
 package io.outboxrouter.it;
 
 import java.sql.SQLException;
-import org.junit.jupiter.api.Disabled;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIf;
 
 /**
@@ -30,11 +28,5 @@ class MySqlRetentionIT extends RetentionContract {
     @Override
     String hoursAgo(int hours) {
         return "NOW(6) - INTERVAL " + hours + " HOUR";
-    }
-
-    @Override
-    @Test
-    @Disabled("the scheduled path after the source is MariaDB's: MariaDbRetentionIT")
-    void theRunningRouterDeletesOnItsOwnAndReportsIt() {
     }
 }

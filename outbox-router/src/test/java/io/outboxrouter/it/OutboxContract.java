@@ -322,8 +322,8 @@ abstract class OutboxContract {
 
     // --- 4. graceful stop and restart --------------------------------------------------------------------------
 
-    @Test
-    void gracefulStopThenRestartPublishesWhatWasWrittenWhileStoppedAndNothingTwice() throws Exception {
+    /** {@link StopAndRestartTier}: a SIGTERM, rows written while stopped, and a restart. */
+    public void gracefulStopThenRestart() throws Exception {
         var db = newDatabase(unique("restart"));
         String topics = unique("restart");
         String name = unique("restart-router").replace('_', '-');
@@ -407,8 +407,8 @@ abstract class OutboxContract {
         }
     }
 
-    @Test
-    void runOncePublishesEverythingCommittedBeforeItStartedThenExitsZero() throws Exception {
+    /** {@link StopAndRestartTier}: {@code run --once} twice, each after a backlog. */
+    public void runOnceDrains() throws Exception {
         var db = newDatabase(unique("once"));
         String topics = unique("once");
         var config = Files.writeString(dir.resolve("once.yml"), configYaml(db, unique("once-router").replace('_', '-'), topics, 0));
@@ -447,18 +447,8 @@ abstract class OutboxContract {
         sigkillUnderLoad("crash", "", 4);
     }
 
-    /**
-     * Exactly-once: the same crashes, and a consumer reading read_committed sees every event once (records and the
-     * position after them are committed in one Kafka transaction; a crash aborts what was not committed).
-     */
-    @Test
-    void exactlyOnceSigkillUnderLoadShowsEveryEventOnceToReadCommittedConsumers() throws Exception {
-        long duplicates = sigkillUnderLoad("eoscrash", "delivery: exactly-once\n", 3);
-        assertThat(duplicates).as("duplicates seen by a read_committed consumer").isZero();
-    }
-
     /** SIGKILLs of a router process under mixed load; returns how many duplicates the consumer read. */
-    long sigkillUnderLoad(String label, String extraYaml, int kills) throws Exception {
+    public long sigkillUnderLoad(String label, String extraYaml, int kills) throws Exception {
         var db = newDatabase(unique(label));
         String topics = unique(label);
         String name = unique(label + "-router").replace('_', '-');
@@ -514,23 +504,8 @@ abstract class OutboxContract {
 
     // --- 6. Kafka crashes mid-stream ------------------------------------------------------------------------
 
-    @Test
-    void aKafkaCrashMidStreamIsRiddenOutWithNothingLostAndOrderKept() throws Exception {
-        kafkaCrashMidStream("kafkacrash", "");
-    }
-
-    /**
-     * Exactly-once: sends time out during the broker's crash (delivery.timeout.ms 3 s here), so the open transaction is
-     * aborted and sent again in a new one once the broker is back; read_committed sees each event once.
-     */
-    @Test
-    void exactlyOnceAKafkaCrashMidStreamDuplicatesNothingForReadCommittedConsumers() throws Exception {
-        long duplicates = kafkaCrashMidStream("eoskafkacrash", "delivery: exactly-once\n");
-        assertThat(duplicates).as("duplicates seen by a read_committed consumer").isZero();
-    }
-
     /** SIGKILL of the broker under steady load, restarted 3 s later, ridden out in-process; returns the duplicates read. */
-    long kafkaCrashMidStream(String label, String extraYaml) throws Exception {
+    public long kafkaCrashMidStream(String label, String extraYaml) throws Exception {
         var db = newDatabase(unique(label));
         String topics = unique(label);
         String name = unique(label + "-router").replace('_', '-');
@@ -647,9 +622,8 @@ abstract class OutboxContract {
 
     // --- latency, printed -------------------------------------------------------------------------------------
 
-    /** Not a timed assertion: prints commit-to-consumer latency of single-row transactions, for the record. */
-    @Test
-    void latencyProbeForSingleInserts() throws Exception {
+    /** {@link LatencyProbeTier}: prints commit-to-consumer latency of single-row transactions, for the record. */
+    public void latencyProbe() throws Exception {
         var db = newDatabase(unique("latency"));
         String topics = unique("latency");
         try (var router = startRouter(db, unique("latency-router").replace('_', '-'), topics);

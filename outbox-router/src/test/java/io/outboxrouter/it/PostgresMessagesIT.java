@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -113,41 +112,5 @@ class PostgresMessagesIT extends OutboxContract {
     @Test
     void sigkillUnderLoadLosesNothingAndKeepsOrderPerAggregate() throws Exception {
         sigkillUnderLoad("msgcrash", "", 2);
-    }
-
-    @Override
-    @Test
-    @Disabled("the stop and restart path after the connector is the same for messages and rows: PostgresOutboxIT")
-    void gracefulStopThenRestartPublishesWhatWasWrittenWhileStoppedAndNothingTwice() {
-    }
-
-    @Override
-    @Test
-    @Disabled("covered for rows by PostgresOutboxIT; the same engine path")
-    void runOncePublishesEverythingCommittedBeforeItStartedThenExitsZero() {
-    }
-
-    @Override
-    @Test
-    @Disabled("a Kafka outage is handled after routing, the same for messages and rows: PostgresOutboxIT")
-    void aKafkaCrashMidStreamIsRiddenOutWithNothingLostAndOrderKept() {
-    }
-
-    @Override
-    @Test
-    @Disabled("exactly-once sits after routing, the same for messages and rows: PostgresOutboxIT")
-    void exactlyOnceSigkillUnderLoadShowsEveryEventOnceToReadCommittedConsumers() {
-    }
-
-    @Override
-    @Test
-    @Disabled("exactly-once sits after routing, the same for messages and rows: PostgresOutboxIT")
-    void exactlyOnceAKafkaCrashMidStreamDuplicatesNothingForReadCommittedConsumers() {
-    }
-
-    @Override
-    @Test
-    @Disabled("the benchmark prints the message mode's latency beside the table's")
-    void latencyProbeForSingleInserts() {
     }
 }

@@ -4,7 +4,7 @@ import io.outboxrouter.testing.TestServers;
 import java.sql.SQLException;
 
 /** Outbox retention on a real Postgres 17: the slot's confirmed position says what is published. */
-class PostgresRetentionIT extends RetentionContract {
+class PostgresRetentionIT extends RetentionContract implements ScheduledRetentionTier {
     @Override
     OutboxDatabase newDatabase(String name) throws SQLException {
         return new PostgresOutbox(TestServers.postgres(), name);

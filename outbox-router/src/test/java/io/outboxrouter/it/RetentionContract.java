@@ -167,8 +167,8 @@ abstract class RetentionContract {
         }
     }
 
-    @Test
-    void theRunningRouterDeletesOnItsOwnAndReportsIt() throws Exception {
+    /** {@link ScheduledRetentionTier}: the running router deletes on its schedule and reports it. */
+    public void runningRouterDeletes() throws Exception {
         var db = newDatabase(OutboxContract.unique("retainrun"));
         String topics = OutboxContract.unique("retainrun");
         int port = OutboxContract.freePort();
