@@ -24,14 +24,12 @@ public final class OffsetTable implements AutoCloseable {
 
     /**
      * The layout of the table this build writes. Version 1: {@code (router_name, offset_key, offset_value, updated_at)},
-     * one row per key. A change of layout raises it and adds its step to {@link #MIGRATIONS}.
+     * one row per key. A change of layout raises it and adds its step to {@code OffsetTableLayout.MIGRATIONS}.
      */
     public static final int LAYOUT_VERSION = 1;
     /** The row that keeps the layout version: a router name no router can have (names are lower-case letters, digits, - and _). */
     static final String LAYOUT_ROW = "*";
     static final String LAYOUT_KEY = "outbox-router.layout";
-    /** Step {@code i} migrates layout {@code i + 1} to {@code i + 2}; none yet. */
-    private static final List<java.util.function.Consumer<OffsetTable>> MIGRATIONS = List.of();
 
     /**
      * The row that records this router's state beside its offsets: {@link #STORED} once it stored a position,
@@ -102,9 +100,13 @@ public final class OffsetTable implements AutoCloseable {
         return table;
     }
 
+    SqlDialect dialect() {
+        return store.dialect();
+    }
+
     /**
      * Creates the table when missing, and checks the version of its layout: a table of an older layout is migrated
-     * ({@link #MIGRATIONS}), one of a newer layout (written by a newer outbox-router) is refused, so that an older build
+     * ({@code OffsetTableLayout}), one of a newer layout (written by a newer outbox-router) is refused, so that an older build
      * never reads positions it does not understand.
      */
     public void createIfMissing() {
@@ -115,69 +117,7 @@ public final class OffsetTable implements AutoCloseable {
             }
             return null;
         });
-        // No version row: a table made before versions were kept (layout 1) when it has rows, else one made just now.
-        int version = layoutVersion().orElseGet(() -> anyRows() ? 1 : LAYOUT_VERSION);
-        if (version > LAYOUT_VERSION) {
-            throw new OffsetStoreException("offsets table " + table + " has layout version " + version + ", written by a newer "
-                    + "outbox-router; this one reads up to version " + LAYOUT_VERSION + ". Run the newer version (a downgrade would "
-                    + "misread its positions)", null);
-        }
-        for (int v = version; v < LAYOUT_VERSION; v++) {
-            MIGRATIONS.get(v - 1).accept(this);
-        }
-        if (layoutVersion().filter(v -> v >= LAYOUT_VERSION).isEmpty()) {
-            raiseLayout();
-        }
-    }
-
-    /**
-     * Records this build's layout version, only ever raising it: a lower one is replaced, a missing one inserted, and a
-     * higher one (a newer build's, written meanwhile) kept, whatever order two processes of different builds do it in.
-     */
-    private void raiseLayout() {
-        run("record the layout version of " + table, c -> {
-            var lower = java.util.stream.IntStream.range(1, LAYOUT_VERSION).mapToObj(OffsetTable::layoutValue).toList();
-            if (!lower.isEmpty()) {
-                try (var ps = c.prepareStatement("UPDATE " + table + " SET offset_value = ? WHERE router_name = ? AND offset_key = ? "
-                        + "AND offset_value IN (" + String.join(", ", java.util.Collections.nCopies(lower.size(), "?")) + ")")) {
-                    ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
-                    int i = 1;
-                    ps.setString(i++, layoutValue(LAYOUT_VERSION));
-                    ps.setString(i++, LAYOUT_ROW);
-                    ps.setString(i++, LAYOUT_KEY);
-                    for (String v : lower) {
-                        ps.setString(i++, v);
-                    }
-                    ps.executeUpdate();
-                }
-            }
-            try (var ps = c.prepareStatement(store.dialect().insertIfAbsent(table))) {
-                ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
-                ps.setString(1, LAYOUT_ROW);
-                ps.setString(2, LAYOUT_KEY);
-                ps.setString(3, layoutValue(LAYOUT_VERSION));
-                ps.executeUpdate();
-            }
-            return null;
-        });
-    }
-
-    private static String layoutValue(int version) {
-        return "{\"version\":" + version + "}";
-    }
-
-    /** Whether any router has a row in the table. */
-    private boolean anyRows() {
-        return run("read " + table, c -> {
-            try (var ps = c.prepareStatement("SELECT 1 FROM " + table + " WHERE router_name <> ?")) {
-                ps.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
-                ps.setMaxRows(1);
-                ps.setString(1, LAYOUT_ROW);
-                try (var rs = ps.executeQuery()) {
-                    return rs.next();
-                }
-            }
-        });
+        OffsetTableLayout.upgrade(this);
     }
 
     /** The table's layout version; empty for a table made before versions were kept (version 1's layout). */
@@ -381,7 +321,7 @@ public final class OffsetTable implements AutoCloseable {
         });
     }
 
-    private <T> T run(String operation, JdbcStore.Work<T> work) {
+    <T> T run(String operation, JdbcStore.Work<T> work) {
         return store.run(operation, work);
     }
 
