@@ -272,7 +272,7 @@ public final class Replay {
         long rows = 0;
         for (String table : config.source().tables()) {
             try (var c = config.source().connection().open()) {
-                String sql = "SELECT COUNT(*) FROM " + table + where(table, filter, timeOf(c, table, filter));
+                String sql = "SELECT COUNT(*) FROM " + table + where(filter, timeOf(c, table, filter));
                 try (var ps = c.prepareStatement(sql)) {
                     bind(ps, filter);
                     try (ResultSet rs = ps.executeQuery()) {
@@ -318,11 +318,11 @@ public final class Replay {
     }
 
     private String sql(String select, String table, Filter f, Order order, String time) {
-        return "SELECT " + select + " FROM " + table + where(table, f, time) + " ORDER BY " + String.join(", ", order.sql());
+        return "SELECT " + select + " FROM " + table + where(f, time) + " ORDER BY " + String.join(", ", order.sql());
     }
 
     /** The filter as a WHERE clause (empty when it selects every row), its parameters bound by {@link #bind}. */
-    private String where(String table, Filter f, String time) {
+    private String where(Filter f, String time) {
         var cols = config.outbox().columns();
         var where = new ArrayList<String>();
         if (f.since() != null) {
