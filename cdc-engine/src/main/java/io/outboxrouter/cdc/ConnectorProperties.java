@@ -71,16 +71,17 @@ final class ConnectorProperties {
     }
 
     /**
-     * The connector's queue holds at most a tenth of the heap (shared by the engines of a sharded router in one process),
-     * by Debezium's estimate of each record's size: a small heap then carries large rows in smaller batches instead of
-     * running out of memory. 0 (no limit) when the heap has no maximum.
+     * The connector's queue holds at most a sixteenth of the heap (shared by the engines of a sharded router in one
+     * process), by Debezium's estimate of each record's size: a small heap then carries large rows in smaller batches
+     * instead of running out of memory. A batch costs about three times its bytes at its peak (the queue filling again,
+     * the batch in hand, and its Kafka records), beside the producer's buffer. 0 (no limit) when the heap has no maximum.
      */
     static long queueBytes(RouterConfig config, long maxHeap) {
         if (maxHeap == Long.MAX_VALUE) {
             return 0;
         }
         int engines = config.source().streamsInProcess();
-        return Math.max(MIN_QUEUE_BYTES, maxHeap / 10 / engines);
+        return Math.max(MIN_QUEUE_BYTES, maxHeap / 16 / engines);
     }
 
     /**

@@ -63,7 +63,7 @@ class ConnectorPropertiesTest {
     }
 
     @Test
-    void theQueueHoldsATenthOfTheHeapSharedByTheShardsAndAnOverrideWins() {
+    void theQueueHoldsASixteenthOfTheHeapSharedByTheShardsAndAnOverrideWins() {
         String pg = "source: { url: \"jdbc:postgresql://db:5432/app\", user: u, password: p, tables: [public.outbox]";
         var one = RouterConfigLoader.parse("name: orders\n" + pg + " }\nkafka: { bootstrap-servers: \"k:9092\" }\n", Map.of());
         var four = RouterConfigLoader.parse("name: orders\n" + pg + ", postgres: { shards: 4 } }\nkafka: { bootstrap-servers: \"k:9092\" }\n",
@@ -71,14 +71,14 @@ class ConnectorPropertiesTest {
         var oneOfFour = RouterConfigLoader.parse("name: orders\n" + pg + ", postgres: { shards: 4, shard: 2/4 } }\n"
                 + "kafka: { bootstrap-servers: \"k:9092\" }\n", Map.of()).shardConfigs().get(0);
         long heap = 128L << 20;
-        assertThat(ConnectorProperties.queueBytes(one, heap)).isEqualTo(heap / 10);
-        assertThat(ConnectorProperties.queueBytes(four, heap)).as("four engines in one heap").isEqualTo(heap / 40);
-        assertThat(ConnectorProperties.queueBytes(oneOfFour, heap)).as("one shard in a process of its own").isEqualTo(heap / 10);
+        assertThat(ConnectorProperties.queueBytes(one, heap)).isEqualTo(heap / 16);
+        assertThat(ConnectorProperties.queueBytes(four, heap)).as("four engines in one heap").isEqualTo(heap / 64);
+        assertThat(ConnectorProperties.queueBytes(oneOfFour, heap)).as("one shard in a process of its own").isEqualTo(heap / 16);
         assertThat(ConnectorProperties.queueBytes(four, 32L << 20)).as("never less than a large row or two")
                 .isEqualTo(ConnectorProperties.MIN_QUEUE_BYTES);
         assertThat(ConnectorProperties.queueBytes(one, Long.MAX_VALUE)).as("no heap limit, no queue limit").isZero();
         assertThat(properties(pg + " }\n").getProperty("max.queue.size.in.bytes"))
-                .isEqualTo(Long.toString(Runtime.getRuntime().maxMemory() / 10));
+                .isEqualTo(Long.toString(Runtime.getRuntime().maxMemory() / 16));
         assertThat(properties(pg + " }\ndebezium: { max.queue.size.in.bytes: \"0\" }\n").getProperty("max.queue.size.in.bytes"))
                 .isEqualTo("0");
     }

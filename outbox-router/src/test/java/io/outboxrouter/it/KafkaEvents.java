@@ -81,9 +81,18 @@ final class KafkaEvents implements AutoCloseable {
 
     /** Polls until every id has arrived at least once; fails after the timeout. */
     List<Received> awaitIds(Set<UUID> ids, Duration timeout) {
+        return awaitIds(ids, timeout, null);
+    }
+
+    /** As {@link #awaitIds(Set, Duration)}, failing at once with its log when {@code router} exits before all arrived. */
+    List<Received> awaitIds(Set<UUID> ids, Duration timeout, RouterProcess router) {
         try {
             await().atMost(timeout).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(1)).until(() -> {
                 poll();
+                if (router != null && !router.isAlive() && !receivedIds().containsAll(ids)) {
+                    throw new AssertionError("the router exited while " + ids.size() + " events were awaited (" + received.size()
+                            + " records read); its log ends:\n" + router.logTail());
+                }
                 return receivedIds().containsAll(ids);
             });
         } catch (org.awaitility.core.ConditionTimeoutException e) {

@@ -400,7 +400,7 @@ abstract class OutboxContract {
             }
             c.commit();
             try (var router = RouterProcess.start(config, port, log, Map.of(), smallHeap).awaitReady(Duration.ofSeconds(90))) {
-                kafka.awaitIds(written, Duration.ofSeconds(120));
+                kafka.awaitIds(written, Duration.ofSeconds(120), router);
                 assertThat(router.stop(Duration.ofSeconds(60))).as("exit code after SIGTERM: %s", log).isZero();
             }
             assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError").contains("serial collector, client compiler only");

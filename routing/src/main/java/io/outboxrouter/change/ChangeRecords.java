@@ -146,6 +146,11 @@ public final class ChangeRecords {
             return null;
         }
         if (v instanceof ByteBuffer b) {
+            if (b.hasArray() && b.arrayOffset() == 0 && b.position() == 0 && b.remaining() == b.array().length) {
+                // The connector wraps each value's own array, never written again: shared, not copied, so that a batch of
+                // large rows is not held twice.
+                return b.array();
+            }
             var bytes = new byte[b.remaining()];
             b.duplicate().get(bytes);
             return bytes;
