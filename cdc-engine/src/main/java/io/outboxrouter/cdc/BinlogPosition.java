@@ -1,8 +1,11 @@
 package io.outboxrouter.cdc;
 
 import io.outboxrouter.config.JdbcConnection;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLSyntaxErrorException;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /** A binlog position, comparable across files of one server. */
 record BinlogPosition(String file, long position) implements Comparable<BinlogPosition> {
@@ -44,5 +47,16 @@ record BinlogPosition(String file, long position) implements Comparable<BinlogPo
             }
             throw last;
         }
+    }
+
+    /** The binlog files the server keeps, with their sizes. */
+    static Map<String, Long> retained(Connection c) throws SQLException {
+        var retained = new LinkedHashMap<String, Long>();
+        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW BINARY LOGS")) {
+            while (rs.next()) {
+                retained.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return retained;
     }
 }

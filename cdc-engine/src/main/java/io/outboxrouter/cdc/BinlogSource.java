@@ -21,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.Set;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.apache.kafka.connect.data.Struct;
@@ -43,20 +42,28 @@ final class BinlogSource implements Source {
      */
     private volatile boolean recoverHistory;
 
+    private final BinlogOutboxSql outboxSql;
+
     BinlogSource(RouterConfig config) {
         this.config = config;
+        this.outboxSql = new BinlogOutboxSql(config);
+    }
+
+    @Override
+    public OutboxSql outboxSql() {
+        return outboxSql;
     }
 
     @Override
     public List<Check> checks() {
         var checks = new java.util.ArrayList<>(BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config)));
-        checks.addAll(Retention.checks(config, this));
+        checks.addAll(Retention.checks(config, outboxSql));
         return checks;
     }
 
     @Override
     public void prepare() {
-        Retention.refuseUnless(Retention.checks(config, this));
+        Retention.refuseUnless(Retention.checks(config, outboxSql));
         BinlogPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 
@@ -197,7 +204,7 @@ final class BinlogSource implements Source {
     }
 
     private static void checkRetained(Connection c, String file, long pos) throws SQLException {
-        var retained = retainedBinlogs(c);
+        var retained = BinlogPosition.retained(c);
         Long size = retained.get(file);
         if (size == null) {
             throw new IllegalStateException("the server no longer retains " + file + " (it has " + String.join(", ", retained.keySet()) + ")");
@@ -351,128 +358,6 @@ final class BinlogSource implements Source {
         SchemaHistoryTable.delete(OffsetTableSettings.schemaHistory(config));
     }
 
-    /**
-     * A consistent snapshot, then the end of the binlog: with the binlog on, a transaction is written to it before the
-     * storage engine commits it, so every transaction visible in the snapshot ends before that position.
-     */
-    @Override
-    public LogMark beginSnapshot(Connection c) throws SQLException {
-        c.setAutoCommit(true);
-        // A consistent snapshot is taken only under REPEATABLE READ (under READ COMMITTED each read sees the latest rows).
-        c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-        long serverId;
-        try (var st = c.createStatement()) {
-            st.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
-            try (var rs = st.executeQuery("SELECT @@server_id")) {
-                rs.next();
-                serverId = rs.getLong(1);
-            }
-        }
-        var end = BinlogPosition.end(config.source().connection());
-        return new LogMark("binlog " + end.file() + ":" + end.position(), new Mark(serverId, end));
-    }
-
-    /** A binlog position of one server: positions of another (a failover, binary logs reset) are not comparable. */
-    private record Mark(long serverId, BinlogPosition end) {
-    }
-
-    @Override
-    public void endSnapshot(Connection c) throws SQLException {
-        try (var st = c.createStatement()) {
-            st.execute("ROLLBACK");
-        }
-        c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-    }
-
-    /**
-     * The router's stored position (written only after Kafka acknowledged everything before it, and where a restart
-     * resumes): at or past the mark, every transaction that ended before the mark is published.
-     */
-    @Override
-    public boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
-        var m = (Mark) mark.position();
-        String value = stored.get().read(config.name()).values().stream().findFirst().orElse(null);
-        if (value == null) {
-            return false;
-        }
-        try {
-            var offset = JSON.readTree(value);
-            if (!offset.path("file").isTextual() || !offset.path("pos").canConvertToLong()) {
-                return false;
-            }
-            if (offset.path("server_id").canConvertToLong() && offset.path("server_id").asLong() != m.serverId()) {
-                return false; // stored from another server: its file and position say nothing about this one's
-            }
-            var at = new BinlogPosition(offset.path("file").asText(), offset.path("pos").asLong());
-            var retained = retainedBinlogs(c);
-            if (!retained.containsKey(at.file()) || retained.get(at.file()) < at.position()) {
-                // The stored position is in no binlog the server keeps (RESET MASTER numbers files from 1 again, so its file
-                // name would compare as ahead of everything): nothing can be said of what the router has read.
-                return false;
-            }
-            if (at.compareTo(m.end()) >= 0) {
-                return true;
-            }
-            // Behind the mark: what lies between matters only if it holds outbox rows. The connector resumes at `at` and skips
-            // `event` events of the transaction there; stored at that transaction's END marker (the offset names it), the
-            // whole transaction is behind the router.
-            boolean throughFirstTransaction = (offset.path("event").asLong(0) > 0 || offset.path("row").asLong(0) > 0)
-                    && offset.has("transaction_id");
-            return noOutboxRowsBetween(c, at, m.end(), throughFirstTransaction);
-                } catch (IOException e) {
-            return false;
-        }
-    }
-
-    /**
-     * Whether no transaction between {@code from} and {@code to} (one binlog file) writes an outbox table, apart from the
-     * first one when {@code throughFirstTransaction}: then every outbox row committed before {@code to} is behind a router
-     * resuming at {@code from}. False when it cannot tell (another file, too many events).
-     */
-    private boolean noOutboxRowsBetween(Connection c, BinlogPosition from, BinlogPosition to, boolean throughFirstTransaction)
-            throws SQLException {
-        if (!from.file().equals(to.file())) {
-            return false;
-        }
-        var tables = config.source().tables();
-        boolean inFirst = throughFirstTransaction;
-        try (var st = c.createStatement();
-             var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + from.file().replace("'", "") + "' FROM " + from.position() + " LIMIT 5000")) {
-            while (rs.next()) {
-                if (rs.getLong("End_log_pos") > to.position()) {
-                    return true;
-                }
-                String type = rs.getString("Event_type");
-                String info = rs.getString("Info");
-                if (!inFirst && "Table_map".equalsIgnoreCase(type) && info != null && tables.stream().anyMatch(t -> info.contains("(" + t + ")"))) {
-                    return false;
-                }
-                if ("Xid".equalsIgnoreCase(type) || "Query".equalsIgnoreCase(type) && info != null && info.trim().equalsIgnoreCase("COMMIT")) {
-                    inFirst = false;
-                    if (rs.getLong("End_log_pos") >= to.position()) {
-                        return true;
-                    }
-                }
-            }
-        }
-        return false;
-    }
-
-    @Override
-    public String olderThan(String column, java.time.Duration age) {
-        return column + " < NOW(6) - INTERVAL " + age.toNanos() / 1000 + " MICROSECOND";
-    }
-
-    @Override
-    public String oldestAgeSeconds(String table, String column) {
-        return "SELECT TIMESTAMPDIFF(MICROSECOND, min(" + column + "), NOW(6)) / 1e6 FROM " + table;
-    }
-
-    @Override
-    public String shortLockWait() {
-        return "SET SESSION innodb_lock_wait_timeout = 3";
-    }
-
     private static String storedGtids(StoredPosition stored) {
         try {
             var gtids = JSON.readTree(stored.value()).path("gtids");
@@ -494,34 +379,12 @@ final class BinlogSource implements Source {
     /** The binlog files the server keeps, with their sizes. */
     private Map<String, Long> retainedBinlogs() throws SQLException {
         try (var c = config.source().connection().open()) {
-            return retainedBinlogs(c);
+            return BinlogPosition.retained(c);
         }
-    }
-
-    private static Map<String, Long> retainedBinlogs(Connection c) throws SQLException {
-        var retained = new LinkedHashMap<String, Long>();
-        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW BINARY LOGS")) {
-            while (rs.next()) {
-                retained.put(rs.getString(1), rs.getLong(2));
-            }
-        }
-        return retained;
     }
 
     @Override
     public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
         return Optional.empty();
-    }
-
-    @Override
-    public Set<String> columns(String table) throws SQLException {
-        try (var c = config.source().connection().open()) {
-            return BinlogPreflight.columns(c, table);
-        }
-    }
-
-    @Override
-    public String asText(String column) {
-        return "CAST(" + column + " AS CHAR)";
     }
 }

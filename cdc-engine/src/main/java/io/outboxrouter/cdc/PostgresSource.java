@@ -7,7 +7,6 @@ import io.outboxrouter.config.SnapshotMode;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import java.io.IOException;
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.kafka.connect.data.Struct;
@@ -50,21 +48,29 @@ final class PostgresSource implements Source {
      */
     static final Duration TRANSACTION_END_HEARTBEAT = Duration.ofMillis(250);
 
+    private final PostgresOutboxSql outboxSql;
+
     PostgresSource(RouterConfig config) {
         this.config = config;
+        this.outboxSql = new PostgresOutboxSql(config, () -> shardFilters);
+    }
+
+    @Override
+    public OutboxSql outboxSql() {
+        return outboxSql;
     }
 
     @Override
     public List<Check> checks() {
         var checks = new ArrayList<>(PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId()));
-        checks.addAll(Retention.checks(config, this));
+        checks.addAll(Retention.checks(config, outboxSql));
         return checks;
     }
 
     @Override
     public void prepare() {
-        Retention.refuseUnless(Retention.checks(config, this));
+        Retention.refuseUnless(Retention.checks(config, outboxSql));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId());
         failoverSlots = SlotFailover.ensure(config.source().connection(), java.util.List.of(config.source().postgres().slot()));
@@ -393,69 +399,6 @@ final class PostgresSource implements Source {
         return (Long.parseLong(text.substring(0, slash), 16) << 32) | Long.parseLong(text.substring(slash + 1), 16);
     }
 
-    /** Repeatable read: the snapshot is taken as the first statement starts, and the WAL insert position is read after it. */
-    @Override
-    public LogMark beginSnapshot(Connection c) throws SQLException {
-        c.setAutoCommit(false);
-        c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-        try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_insert_lsn()::text")) {
-            rs.next();
-            String lsn = rs.getString(1);
-            return new LogMark("LSN " + lsn, parseLsn(lsn));
-        }
-    }
-
-    @Override
-    public void endSnapshot(Connection c) throws SQLException {
-        c.rollback();
-        c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-        c.setAutoCommit(true);
-    }
-
-    /**
-     * The slot's confirmed position: Postgres never sends again a transaction that committed before it, and the router
-     * confirms a position only once everything before it is published and stored; so every such transaction is published.
-     */
-    @Override
-    public boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
-            ps.setString(1, config.source().postgres().slot());
-            try (var rs = ps.executeQuery()) {
-                return rs.next() && rs.getString(1) != null && Long.compareUnsigned(parseLsn(rs.getString(1)), (Long) mark.position()) >= 0;
-            }
-        }
-    }
-
-    @Override
-    public String olderThan(String column, java.time.Duration age) {
-        return column + " < now() - interval '" + age.toMillis() + " milliseconds'";
-    }
-
-    @Override
-    public String oldestAgeSeconds(String table, String column) {
-        return "SELECT EXTRACT(EPOCH FROM now() - min(" + column + "))::float8 FROM " + table;
-    }
-
-    @Override
-    public String shortLockWait() {
-        return "SET lock_timeout = '3s'";
-    }
-
-    @Override
-    public String deleteDenied(String table) throws SQLException {
-        try (var c = config.source().connection().open(); var ps = c.prepareStatement("SELECT has_table_privilege(?, 'DELETE')")) {
-            ps.setString(1, table);
-            try (var rs = ps.executeQuery()) {
-                return rs.next() && rs.getBoolean(1) ? null : config.source().connection().user() + " may not delete rows of " + table;
-            }
-        }
-    }
-
-    @Override
-    public String rowFilter(String table) {
-        return shardFilters.get(table);
-    }
-
     @Override
     public void awaitStreamFree(String routerName, BooleanSupplier stopping) throws InterruptedException {
         SlotRelease.await(config.source(), routerName, stopping);
@@ -465,34 +408,5 @@ final class PostgresSource implements Source {
     public Optional<SlotMonitor> monitor(Consumer<SourceSetupException> drift) {
         return Optional.of(new SlotMonitor(config.source(), config.name(), ConnectorProperties.outboxColumns(config), drift,
                 OffsetTableSettings.offsets(config)));
-    }
-
-    @Override
-    public Set<String> columns(String table) throws SQLException {
-        try (var c = config.source().connection().open()) {
-            return PostgresPreflight.columns(c, table);
-        }
-    }
-
-    @Override
-    public String asText(String column) {
-        return "CAST(" + column + " AS text)";
-    }
-
-    /**
-     * The commit timestamp of the row's transaction (taken just before its commit record, so two commits in the same
-     * microsecond, or a clock step, can tie or swap them). Rows whose commit time the server no longer knows (committed
-     * before the setting was on, or older than it keeps) come first; then the time column and the id order the rest.
-     */
-    @Override
-    public List<String> commitOrder(Connection c) throws SQLException {
-        return commitTime(c).map(t -> List.of(t + " NULLS FIRST")).orElse(List.of());
-    }
-
-    @Override
-    public Optional<String> commitTime(Connection c) throws SQLException {
-        try (var st = c.createStatement(); var rs = st.executeQuery("SHOW track_commit_timestamp")) {
-            return rs.next() && "on".equals(rs.getString(1)) ? Optional.of("pg_xact_commit_timestamp(xmin)") : Optional.empty();
-        }
     }
 }

@@ -5,10 +5,13 @@ import io.outboxrouter.config.RouterConfig;
 /**
  * Everything that differs between kinds of source database, in one place per kind, by role: how the engine reads it
  * ({@link SourceConnector}), its prerequisites and watches ({@link SourcePreflight}), how an operator moves its position
- * ({@link PositionControl}), and its outbox tables as SQL ({@link OutboxSql}). Adding a source kind means adding one
+ * ({@link PositionControl}), and its outbox tables as SQL ({@link #outboxSql()}). Adding a source kind means adding one
  * implementation; a caller depends on the role it uses.
  */
-public sealed interface Source extends SourceConnector, SourcePreflight, PositionControl, OutboxSql permits PostgresSource, BinlogSource {
+public sealed interface Source extends SourceConnector, SourcePreflight, PositionControl permits PostgresSource, BinlogSource {
+
+    /** The source's outbox tables as SQL, for retention, {@code replay} and {@code audit}. */
+    OutboxSql outboxSql();
 
     /** The source of a router's configuration. */
     static Source of(RouterConfig config) {

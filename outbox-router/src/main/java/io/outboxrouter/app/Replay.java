@@ -100,7 +100,7 @@ public final class Replay {
 
     public Replay(RouterConfig config) {
         this.config = config;
-        this.source = Source.of(config);
+        this.source = Source.of(config).outboxSql();
         this.routing = Routings.of(config);
     }
 

@@ -85,7 +85,7 @@ final class SourceStream implements AutoCloseable {
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
-        this.retention = config.outbox().retention().on() ? Optional.of(new Retention(config, source, new Retention.Listener() {
+        this.retention = config.outbox().retention().on() ? Optional.of(new Retention(config, source.outboxSql(), new Retention.Listener() {
             @Override
             public void deleted(String table, int rows) {
                 metrics.retentionDeleted(table, rows);

@@ -110,7 +110,7 @@ abstract class RetentionContract {
         var old = events("o-old", 25);
         var recent = events("o-new", 5);
         try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
-             var retention = new Retention(config, Source.of(config), NONE)) {
+             var retention = new Retention(config, Source.of(config).outboxSql(), NONE)) {
             try (var router = OutboxContract.startRouter(config); var c = db.connect()) {
                 insert(db, c, List.of(first), hoursAgo(0));
                 kafka.awaitIds(Set.of(first.id()), Duration.ofSeconds(60));
