@@ -1,12 +1,10 @@
 package io.outboxrouter.cdc;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.outboxrouter.change.SourcePositions;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.SnapshotMode;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
-import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,13 +15,9 @@ import java.util.Properties;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.kafka.connect.data.Struct;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /** Postgres through {@code pgoutput}: a named replication slot and a publication of only the outbox tables. */
 final class PostgresSource implements Source {
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresSource.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final RouterConfig config;
     /** A shard's row filter per outbox table, found by {@link #prepare()}: its snapshot reads only its rows. */
@@ -255,137 +249,10 @@ final class PostgresSource implements Source {
         if (stored.reset()) {
             return Optional.empty();
         }
-        var pg = config.source().postgres();
-        String confirmed = null;
-        boolean slotExists;
-        boolean synced = false;
-        String current;
-        try (var c = config.source().connection().open()) {
-            // synced (Postgres 17): the slot is a copy a standby kept of its primary's, read without naming the column
-            try (var ps = c.prepareStatement("SELECT confirmed_flush_lsn::text, coalesce((to_jsonb(s) ->> 'synced')::boolean, false) "
-                    + "FROM pg_replication_slots s WHERE slot_name = ?")) {
-                ps.setString(1, pg.slot());
-                try (var rs = ps.executeQuery()) {
-                    slotExists = rs.next();
-                    if (slotExists) {
-                        confirmed = rs.getString(1);
-                        synced = rs.getBoolean(2);
-                    }
-                }
-            }
-            try (var st = c.createStatement(); var rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
-                rs.next();
-                current = rs.getString(1);
-            }
-        }
-        String table = config.offsets().table();
-        if (!slotExists && stored.isEmpty() && !stored.storedBefore() && pg.shard() != null) {
-            // The first start of a layout creates every shard's slot: a shard without one, beside others that have theirs,
-            // lost it (dropped), and a slot created now would begin later than the others did.
-            var siblings = siblingSlots();
-            if (!siblings.isEmpty()) {
-                return Optional.of(new Drift("replication slot " + pg.slot() + " of " + pg.shard() + " does not exist, while "
-                        + String.join(", ", siblings) + " of the other shards do: it was dropped (or its creation did not finish), "
-                        + "and the events of this shard committed since the others began are in no slot",
-                        "create it at the current WAL position " + current + ": this shard's events committed before are not "
-                                + "published (publish the rows still in the outbox table again with `replay`)"));
-            }
-        }
-        if (!slotExists && (!stored.isEmpty() || stored.storedBefore())) {
-            String at = storedLsn(stored) == null ? null : formatLsn(storedLsn(stored));
-            return Optional.of(new Drift("replication slot " + pg.slot() + " does not exist, but router " + config.name()
-                    + (at == null ? " stored a position in " + table + " before" : " stored position " + at + " in " + table)
-                    + ": the slot was dropped while the router was stopped, or this server is a replica or a restore without it "
-                    + "(a failover to a standby that kept no copy of the slot). Where the server keeps commit times "
-                    + "(track_commit_timestamp = on), `offsets recover` publishes again the outbox rows committed since the "
-                    + "router's last published transaction and creates the slot where they end (--dry-run shows them)",
-                    "start from a new slot at the current WAL position " + current + ": the events committed "
-                            + (at == null ? "since the router last ran" : "between " + at + " and " + current)
-                            + " are not published (publish the rows still in the outbox table again with `replay`)"));
-        }
-        Long storedAt = storedLsn(stored);
-        // LSNs are unsigned 64-bit numbers.
-        if (storedAt != null && Long.compareUnsigned(storedAt, parseLsn(current)) > 0) {
-            // Resuming there would skip what this server writes up to it: its history is not the one the position came from.
-            return Optional.of(new Drift("router " + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table
-                    + " is ahead of this server's WAL, which ends at " + current + ": the position comes from another history (a "
-                    + "standby promoted before it received what the router had read from the former primary, or a database "
-                    + "restored to an earlier point), and resuming there would skip this server's transactions up to it",
-                    "forget the stored position and go on from the slot: events published from the former primary for "
-                            + "transactions this server does not have stay published"));
-        }
-        if (slotExists && storedAt != null && confirmed != null && Long.compareUnsigned(parseLsn(confirmed), storedAt) > 0) {
-            // The slot is only ever confirmed up to a position stored here first: a slot ahead of it was created again
-            // (dropped and re-created by hand, another tool's slot of the same name) or the offsets table was restored.
-            return Optional.of(new Drift("replication slot " + pg.slot() + " is at " + confirmed + ", ahead of router "
-                    + config.name() + "'s stored position " + formatLsn(storedAt) + " in " + table + ". Either the slot was "
-                    + "dropped and created again (the changes between the two are gone from it and were never published), or "
-                    + table + " was restored from an older backup (they were published already)"
-                    + (synced ? ". The slot is a copy synchronized from a former primary: if this server is a standby promoted "
-                    + "before its copy of " + table + " caught up with the slot's (asynchronous replication), the events in "
-                    + "between were published from the former primary, and nothing is lost" : ""),
-                    "resume from the slot at " + confirmed + ": after a re-created slot, the events committed between "
-                            + formatLsn(storedAt) + " and " + confirmed + " are not published (publish the rows still in the "
-                            + "outbox table again with `replay`); after restored offsets, nothing is lost"));
-        }
-        if (slotExists && stored.catalog().isPresent()) {
-            try (var c = config.source().connection().open()) {
-                var changed = SlotMonitor.changedWhileStopped(c, config.source(), ConnectorProperties.outboxColumns(config),
-                        stored.catalog().get());
-                if (changed.isPresent()) {
-                    return changed;
-                }
-            }
-        }
-        firstStart = !slotExists && stored.isEmpty() && !stored.storedBefore();
-        if (slotExists && stored.isEmpty() && pg.shard() != null && !stored.storedBefore()) {
-            LOG.info("Router {} starts from its slot {} at {}, created with the other shards' slots", config.name(), pg.slot(), confirmed);
-        } else if (slotExists && stored.isEmpty()) {
-            // Not a loss: without a stored position the connector streams from the slot's confirmed position, which the
-            // slot only moves after a position was stored here; events after it may be published again, none skipped.
-            // An initial snapshot now would stream from its own later position instead, past rows deleted meanwhile.
-            // Unless the slot is the first start's, stopped before its snapshot stored anything: that snapshot is taken again.
-            resumeFromSlot = config.source().snapshot() == SnapshotMode.INITIAL && !stored.firstStartUnderWay();
-            LOG.warn("Router {} has no stored position in {}{}; resuming from its slot {} at {}: events after it may be published "
-                    + "again, none is skipped{}", config.name(), table, stored.storedBefore() ? " (its rows were deleted or the table "
-                    + "truncated)" : "", pg.slot(), confirmed, resumeFromSlot ? ". The initial snapshot (source.snapshot) is not "
-                    + "taken: the slot holds the changes since it was last confirmed, which a snapshot would go past; to publish "
-                    + "the rows in the table again, use replay" : "");
-        }
-        return Optional.empty();
-    }
-
-    /** The slots of this shard's siblings (the same layout) that exist; waits while another process sets the layout up. */
-    private List<String> siblingSlots() throws SQLException {
-        var layout = PostgresShards.Layout.of(config.source(), config.name());
-        try (var c = config.source().connection().open(); var lock = layout.lock(c)) {
-            var found = new ArrayList<>(layout.existingSlots(c));
-            found.remove(config.source().postgres().slot());
-            return found;
-        }
-    }
-
-    /**
-     * The furthest LSN of a stored Debezium Postgres offset ({@code lsn}, {@code lsn_proc}, {@code lsn_commit}): the slot is
-     * confirmed to {@code lsn_commit} (or {@code lsn_proc}) after the offset is stored, never beyond. Null when unreadable.
-     */
-    private static Long storedLsn(StoredPosition stored) {
-        if (stored.value() == null) {
-            return null;
-        }
-        try {
-            var offset = JSON.readTree(stored.value());
-            Long max = null;
-            for (String key : List.of("lsn", "lsn_proc", "lsn_commit")) {
-                var lsn = offset.path(key);
-                if (lsn.canConvertToLong() && (max == null || Long.compareUnsigned(lsn.asLong(), max) > 0)) {
-                    max = lsn.asLong();
-                }
-            }
-            return max;
-        } catch (IOException e) {
-            return null;
-        }
+        var found = PostgresDrift.find(config, stored);
+        resumeFromSlot = found.resumeFromSlot();
+        firstStart = found.firstStart();
+        return found.drift();
     }
 
     /** An LSN as Postgres prints it, {@code 0/16B3748}. */
