@@ -13,22 +13,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
-import org.apache.kafka.common.errors.AuthorizationException;
-import org.apache.kafka.common.errors.ProducerFencedException;
-import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
-import org.apache.kafka.common.errors.TopicAuthorizationException;
-import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
-import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.slf4j.Logger;
+import io.outboxrouter.kafka.TransactionFailures.UnrecoverableException;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -49,7 +42,6 @@ public final class TransactionalPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionalPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
     private static final String DEFAULT_MAX_REQUEST = "1048576";
-    private static final long FLUSH_EVERY_BYTES = 4L << 20;
 
     /** This process no longer owns the stream's transactional id: another one started it, or its transaction timed out. */
     public static final class FencedOutException extends KafkaException {
@@ -64,7 +56,7 @@ public final class TransactionalPublisher implements EventSink {
     private final Supplier<Producer<byte[], byte[]>> producers;
     private final Retry retry;
     private final RouterListener listener;
-    private final TopicProbe probe;
+    private final TransactionFailures failures;
     private final int maxRequestBytes;
     private Producer<byte[], byte[]> producer;
     /** The offsets topic's partition this stream commits its position to: its own, so no other stream's transaction hides it. */
@@ -83,23 +75,12 @@ public final class TransactionalPublisher implements EventSink {
     private UnrecoverableException stopped;
     /** commitTransaction timed out: the producer allows only that call again (it may have committed). */
     private boolean commitPending;
-    /**
-     * The records of the open transaction, in send order, kept to send again after an abort while they take at most
-     * {@link #resendCapBytes}; a larger transaction keeps none (its memory would grow with the source transaction), and
-     * one that fails stops the stream, which resumes from the position committed last.
-     */
-    private final List<ProducerRecord<byte[], byte[]>> pending = new ArrayList<>();
-    private long pendingBytes;
-    private boolean resendable = true;
-    private final long resendCapBytes;
+    /** The records of the open transaction, kept to send again after an abort while they take at most a sixteenth of the heap. */
+    private final ResendBuffer resend;
     /** Records sent into the open transaction. */
     private long sent;
-    /** Bytes sent since the last flush: past {@link #FLUSH_EVERY_BYTES} the producer is flushed, so that sends wait for the broker. */
-    private long unflushedBytes;
-    /** The first error of a record of the open transaction, per topic; written by the producer's I/O thread. */
-    private final Map<String, Exception> recordErrors = new ConcurrentHashMap<>();
-    /** Partitions this producer wrote: a new one's first record is acknowledged before any other is sent to it. */
-    private NewPartitions written = new NewPartitions();
+    /** The open transaction's sends and their errors. */
+    private final TransactionSends sends;
 
     /**
      * @param streamName the stream (router or shard) name: the engine name in the offsets topic's keys, and its
@@ -146,9 +127,10 @@ public final class TransactionalPublisher implements EventSink {
         this.producers = producers;
         this.retry = retry;
         this.listener = listener;
-        this.probe = probe;
+        this.sends = new TransactionSends(probe);
         this.maxRequestBytes = maxRequestBytes;
-        this.resendCapBytes = Runtime.getRuntime().maxMemory() / 16 / Math.max(1, streams);
+        this.resend = new ResendBuffer(Runtime.getRuntime().maxMemory() / 16 / Math.max(1, streams), transactionalId);
+        this.failures = new TransactionFailures(streamName, transactionalId, offsetsTopic);
     }
 
     /**
@@ -205,7 +187,7 @@ public final class TransactionalPublisher implements EventSink {
         closeProducer(Duration.ZERO);
         reset();
         stopped = null;
-        retry.call("initialize Kafka transactions of " + transactionalId, TransactionalPublisher::isRetryable, LOG,
+        retry.call("initialize Kafka transactions of " + transactionalId, TransactionFailures::isRetryable, LOG,
                 (operation, attempt, cause) -> listener.retrying("kafka_publish", cause), () -> {
                     var p = producers.get();
                     try {
@@ -216,10 +198,10 @@ public final class TransactionalPublisher implements EventSink {
                         } catch (RuntimeException ignored) {
                             // closing a producer that could not start
                         }
-                        throw classify(e);
+                        throw failures.classify(e);
                     }
                     producer = p;
-                    written = new NewPartitions();
+                    sends.newProducer();
                     return null;
                 });
     }
@@ -242,15 +224,15 @@ public final class TransactionalPublisher implements EventSink {
             if (failed == null) {
                 try {
                     begin();
-                    sendOne(record, partitionCounts);
+                    sends.send(producer, record, partitionCounts);
                 } catch (org.apache.kafka.common.errors.InterruptException e) {
                     throw e; // a stop, not a failed transaction
                 } catch (KafkaException e) {
                     failed = e; // sent again in a new transaction at commit
                 }
             }
-            if (!resendable && (failed != null || !recordErrors.isEmpty())) {
-                throw cannotResend(failed != null ? failed : recordErrors.values().iterator().next());
+            if (!resend.resendable() && (failed != null || sends.failed())) {
+                throw cannotResend(failed != null ? failed : sends.anyError());
             }
         }
         return List.of();
@@ -258,18 +240,7 @@ public final class TransactionalPublisher implements EventSink {
 
     private void keep(ProducerRecord<byte[], byte[]> record) {
         sent++;
-        if (!resendable) {
-            return;
-        }
-        pending.add(record);
-        pendingBytes += KafkaPublisher.sizeOf(record);
-        if (pendingBytes > resendCapBytes) {
-            LOG.info("The Kafka transaction of {} passed {} MB: its records are no longer kept to send again (a failure now stops "
-                    + "the stream, which resumes from the position committed last)", transactionalId, resendCapBytes >> 20);
-            pending.clear();
-            pendingBytes = 0;
-            resendable = false;
-        }
+        resend.keep(record);
     }
 
     /** A failed transaction too large to have been kept: aborted, and the stream stops; it resumes from the last commit. */
@@ -304,7 +275,7 @@ public final class TransactionalPublisher implements EventSink {
         var offset = position == null ? null : new ProducerRecord<>(offsetsTopic, offsetsPartition,
                 EngineOffsets.key(streamName, position.partition()).getBytes(StandardCharsets.UTF_8),
                 EngineOffsets.value(position.offset()).getBytes(StandardCharsets.UTF_8));
-        retry.call("commit a Kafka transaction of " + sent + " records", TransactionalPublisher::isRetryable, LOG,
+        retry.call("commit a Kafka transaction of " + sent + " records", TransactionFailures::isRetryable, LOG,
                 (operation, attempt, cause) -> {
                     listener.retrying("kafka_publish", cause);
                     if (inTransaction) {
@@ -326,7 +297,7 @@ public final class TransactionalPublisher implements EventSink {
                 }
                 begin();
                 if (offset != null) {
-                    sendOne(offset, new HashMap<>());
+                    sends.send(producer, offset, new HashMap<>());
                 }
             }
             commitPending = true;
@@ -348,11 +319,11 @@ public final class TransactionalPublisher implements EventSink {
             throw e;
         } catch (KafkaException e) {
             commitPending = false;
-            var cause = classify(firstRecordError().orElse(e));
-            if (!causedBy(e, org.apache.kafka.common.errors.InvalidProducerEpochException.class)) {
+            var cause = failures.classify(sends.firstError().orElse(e));
+            if (!TransactionFailures.causedBy(e, org.apache.kafka.common.errors.InvalidProducerEpochException.class)) {
                 epochRefusals = 0; // "in a row": another failure in between (an outage) starts the count again
             } else if (++epochRefusals >= 2) {
-                cause = fenced(e);
+                cause = failures.fenced(e);
             }
             if (!(cause instanceof FencedOutException)) {
                 failed = e;
@@ -360,20 +331,6 @@ public final class TransactionalPublisher implements EventSink {
             throw cause;
         }
         epochRefusals = 0;
-    }
-
-    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (type.isInstance(t)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private FencedOutException fenced(Exception e) {
-        return new FencedOutException("fenced: another process started router stream " + streamName + " (its producer "
-                + "took transactional.id " + transactionalId + " over); this process stops without publishing more", e);
     }
 
     /** Aborts the failed transaction and sends its records again, in order, in a new one. */
@@ -384,7 +341,7 @@ public final class TransactionalPublisher implements EventSink {
             } catch (TimeoutException e) {
                 throw e; // still failed; the next attempt aborts again
             } catch (KafkaException e) {
-                var cause = classify(e);
+                var cause = failures.classify(e);
                 throw cause instanceof FencedOutException ? cause : new UnrecoverableException("the transactional producer of "
                         + transactionalId + " cannot go on (" + Retry.describe(e) + "): the stream stops; started again, it "
                         + "resumes from the position committed last", e);
@@ -392,17 +349,16 @@ public final class TransactionalPublisher implements EventSink {
             inTransaction = false;
             listener.kafkaTransaction(false);
         }
-        if (!resendable) {
+        if (!resend.resendable()) {
             throw cannotResend(failed != null ? failed : new KafkaException("the transaction failed"));
         }
-        LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", pending.size());
+        LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", resend.records().size());
         failed = null;
-        recordErrors.clear();
-        unflushedBytes = 0;
+        sends.clear();
         begin();
         var partitionCounts = new HashMap<String, Integer>();
-        for (var record : pending) {
-            sendOne(record, partitionCounts);
+        for (var record : resend.records()) {
+            sends.send(producer, record, partitionCounts);
         }
     }
 
@@ -412,98 +368,6 @@ public final class TransactionalPublisher implements EventSink {
             inTransaction = true;
             transactionStarted = System.nanoTime();
         }
-    }
-
-    /**
-     * Sends one record into the open transaction. Only its error is kept (per topic), not the record's acknowledgement: a
-     * transaction of any size costs no memory per record here. A new partition's first record is flushed and waited for
-     * alone ({@link NewPartitions}); every {@link #FLUSH_EVERY_BYTES} the producer is flushed, so that the engine does not
-     * run ahead of the broker.
-     */
-    private void sendOne(ProducerRecord<byte[], byte[]> record, Map<String, Integer> partitionCounts) {
-        var where = written.where(producer, record, partitionCounts);
-        var ack = KafkaPublisher.send(producer, record);
-        if (written.isNew(where)) {
-            producer.flush();
-            try {
-                written.written(ack.get());
-            } catch (ExecutionException e) {
-                recordErrors.putIfAbsent(record.topic(), e.getCause() instanceof Exception c ? c : e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new org.apache.kafka.common.errors.InterruptException(e);
-            }
-            return;
-        }
-        ack.whenComplete((metadata, error) -> {
-            if (error != null) {
-                recordErrors.putIfAbsent(record.topic(), error instanceof Exception e ? e : new KafkaException(error));
-            }
-        });
-        unflushedBytes += KafkaPublisher.sizeOf(record);
-        if (unflushedBytes > FLUSH_EVERY_BYTES) {
-            unflushedBytes = 0;
-            producer.flush();
-        }
-    }
-
-    /** The first error of a record of the open transaction: why the commit failed, more precisely than the commit says. */
-    private Optional<Exception> firstRecordError() {
-        var byTopic = new HashMap<String, Throwable>(recordErrors);
-        Exception first = recordErrors.isEmpty() ? null : recordErrors.values().iterator().next();
-        var timedOut = TopicProbe.timedOut(byTopic);
-        if (!timedOut.isEmpty()) {
-            var why = probe.whyUnwritable(timedOut);
-            if (why.isPresent()) {
-                return Optional.of(new KafkaPublisher.UnwritableTopicException(why.get(), first));
-            }
-        }
-        return Optional.ofNullable(first);
-    }
-
-    /** Fencing, authorization and records a topic will never take stop the stream; the rest is an outage, retried. */
-    private RuntimeException classify(Exception e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            // Only this: a newer producer of the id exists. InvalidProducerEpochException (the coordinator aborted a
-            // transaction that outlived transaction.timeout.ms) is recovered from by aborting and sending again (KIP-588).
-            if (t instanceof ProducerFencedException) {
-                return fenced(e);
-            }
-            if (t instanceof TransactionalIdAuthorizationException) {
-                return new UnrecoverableException("the producer may not use transactional.id " + transactionalId + ": grant WRITE and "
-                        + "DESCRIBE on TransactionalId " + transactionalId + " (or its prefix outbox-router.) to the router's principal", e);
-            }
-            if (t instanceof TopicAuthorizationException denied) {
-                return new UnrecoverableException("the producer is not authorized to write to " + denied.unauthorizedTopics()
-                        + ": grant WRITE and DESCRIBE on them (the offsets topic " + offsetsTopic + " too)", e);
-            }
-            if (t instanceof RecordTooLargeException) {
-                return new UnrecoverableException("Kafka refused a record of the transaction as too large: with exactly-once "
-                        + "delivery, kafka.producer.max.request.size must not exceed the topics' max.message.bytes, so that such "
-                        + "an event is dead-lettered before it is sent (" + t.getMessage() + ")", e);
-            }
-            if (t instanceof KafkaPublisher.UnwritableTopicException u) {
-                return new UnrecoverableException(u.getMessage(), e);
-            }
-        }
-        return e instanceof RuntimeException r ? r : new KafkaException(e);
-    }
-
-    /** Kafka will not take the transaction however long we wait, or the producer cannot go on: the stream stops. */
-    static final class UnrecoverableException extends KafkaException {
-        UnrecoverableException(String message, Throwable cause) {
-            super(message, cause);
-        }
-    }
-
-    /**
-     * Outages and abortable errors are retried; fencing, refusals for good, and misuse are not (an IllegalStateException:
-     * a producer closed under a batch of a stream that was stopped, which must not retry onto anything else).
-     */
-    static boolean isRetryable(Throwable e) {
-        return !(e instanceof FencedOutException || e instanceof UnrecoverableException || e instanceof AuthorizationException
-                || e instanceof UnsupportedVersionException || e instanceof IllegalStateException || e instanceof NullPointerException
-                || !KafkaPublisher.isRetryable(e));
     }
 
     private void requireActive() {
@@ -516,12 +380,9 @@ public final class TransactionalPublisher implements EventSink {
     }
 
     private void reset() {
-        pending.clear();
-        pendingBytes = 0;
-        resendable = true;
+        resend.clear();
         sent = 0;
-        unflushedBytes = 0;
-        recordErrors.clear();
+        sends.clear();
         failed = null;
         commitPending = false;
     }
