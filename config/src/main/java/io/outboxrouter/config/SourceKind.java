@@ -20,7 +20,40 @@ public enum SourceKind {
         return jdbcScheme;
     }
 
+    /** Whether the stream is a binlog (MySQL, MariaDB) rather than the WAL: how the source is read, its SQL and its DDL. */
     public boolean isBinlog() {
         return this != POSTGRES;
+    }
+
+    /**
+     * Whether the stream is held by a named replication slot (Postgres): a slot can be recovered after a failover
+     * ({@code offsets recover}) and split into shards, each with its own ({@code reshard}). A binlog has one stream,
+     * resumed by position or GTID.
+     */
+    public boolean hasSlots() {
+        return this == POSTGRES;
+    }
+
+    /** Whether each row names the transaction that wrote it (Postgres {@code xmin}), for {@code replay --from-xid}. */
+    public boolean hasTransactionIds() {
+        return this == POSTGRES;
+    }
+
+    /** Whether the server can keep each transaction's commit time (Postgres {@code track_commit_timestamp}). */
+    public boolean canKeepCommitTimes() {
+        return this == POSTGRES;
+    }
+
+    /**
+     * Whether a session can write rows that the stream carries as SQL text rather than as rows ({@code binlog_format =
+     * STATEMENT} on MySQL and MariaDB): such rows never reach the router, which watches for them.
+     */
+    public boolean canLogStatements() {
+        return isBinlog();
+    }
+
+    /** An outbox table named as this kind qualifies tables: {@code schema.table} or {@code database.table}. */
+    public String exampleTable() {
+        return isBinlog() ? "app.outbox" : "public.outbox";
     }
 }

@@ -144,7 +144,7 @@ public final class Replay {
             return new Order(sql, "in commit order (by track_commit_timestamp's commit times), rows of one transaction by " + then);
         }
         return new Order(sql, "by " + then + ": the order of commit only for transactions that do not overlap; for commit "
-                + "order" + (config.source().kind().isBinlog() ? "" : " turn track_commit_timestamp on, or")
+                + "order" + (config.source().kind().canKeepCommitTimes() ? " turn track_commit_timestamp on, or" : "")
                 + " pass --order-by with a column that grows with each insert (bigserial, AUTO_INCREMENT)");
     }
 

@@ -80,7 +80,7 @@ final class SourceStream implements AutoCloseable {
         this.timer = lockTimer;
         this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
         this.monitor = source.monitor(this::sourceChanged);
-        this.statementInserts = config.source().kind().isBinlog() ? StatementInsertWatch.attach(config.name(), config.source().tables(),
+        this.statementInserts = config.source().kind().canLogStatements() ? StatementInsertWatch.attach(config.name(), config.source().tables(),
                 problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem))) : Optional.empty();
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);

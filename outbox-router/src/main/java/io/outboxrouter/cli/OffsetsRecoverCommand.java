@@ -51,7 +51,7 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        if (c.source().kind().isBinlog()) {
+        if (!c.source().kind().hasSlots()) {
             System.err.println("outbox-router: MySQL and MariaDB need no recovery after a failover: a replica that logs what it "
                     + "applies resumes the router by GTID (docs/failover.md); to move the position, use `offsets set`");
             return Main.EXIT_USAGE;

@@ -90,7 +90,7 @@ final class ReplayCommand implements Callable<Integer> {
                 return Main.EXIT_USAGE;
             }
         }
-        if (fromXid != null && c.source().kind().isBinlog()) {
+        if (fromXid != null && !c.source().kind().hasTransactionIds()) {
             System.err.println("outbox-router: --from-xid is for Postgres (transaction ids); on " + c.source().kind().name().toLowerCase(java.util.Locale.ROOT)
                     + " use --since, --id or --aggregate-id");
             return Main.EXIT_USAGE;

@@ -39,7 +39,7 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        if (c.source().kind().isBinlog()) {
+        if (!c.source().kind().hasSlots()) {
             System.err.println("outbox-router: reshard is for Postgres shards (source.postgres.shards); a binlog has one stream");
             return Main.EXIT_USAGE;
         }

@@ -45,7 +45,7 @@ final class SchemaCommand implements Callable<Integer> {
                 System.err.println("outbox-router: --kind must be postgres, mysql or mariadb (was \"" + source.kind + "\")");
                 return Main.EXIT_USAGE;
             }
-            ddl = new SchemaDdl(kind, List.of(kind.isBinlog() ? "app.outbox" : "public.outbox"), OutboxConfig.Columns.DEFAULTS,
+            ddl = new SchemaDdl(kind, List.of(kind.exampleTable()), OutboxConfig.Columns.DEFAULTS,
                     List.of(), "outbox_router", "outbox_router", java.util.Optional.empty());
         }
         System.out.print(ddl.all());
