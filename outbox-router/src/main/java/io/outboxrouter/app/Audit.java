@@ -82,7 +82,7 @@ public final class Audit {
      * @param filter   which rows (their time, like replay's --since)
      * @param progress told after each pass
      */
-    public Report run(Replay.Filter filter, Consumer<String> progress) throws SQLException, ExecutionException, InterruptedException {
+    public Report run(ReplayFilter filter, Consumer<String> progress) throws SQLException, ExecutionException, InterruptedException {
         var topics = topics();
         long total = rows.count(filter);
         int passes = (int) Math.max(1, (total + ROWS_PER_PASS - 1) / ROWS_PER_PASS);

@@ -12,10 +12,8 @@ import io.outboxrouter.routing.Routing;
 import io.outboxrouter.routing.RoutingResult;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -44,48 +42,6 @@ public final class Replay {
         CURSOR.setProperty("useCursorFetch", "true");
     }
 
-    /**
-     * Which rows; null fields do not filter. {@code timeColumn} orders, and filters when since or until is set;
-     * {@code orderBy} (may be empty) replaces the default order; {@code fromXid} (Postgres) keeps the rows written by
-     * transaction {@code fromXid} or a later one, the range a stop of the router names.
-     */
-    public record Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-            List<String> orderBy, Long fromXid, Recovery recovery, List<String> ids) {
-
-        public Filter {
-            ids = ids == null ? List.of() : List.copyOf(ids);
-        }
-
-        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-                      List<String> orderBy, Long fromXid, Recovery recovery) {
-            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid, recovery, List.of());
-        }
-
-        /** The rows with one of these event ids (for {@code audit --repair}), in the order they committed. */
-        public static Filter ofIds(List<String> ids, String timeColumn) {
-            return new Filter(null, null, null, null, null, timeColumn, List.of(), null, null, ids);
-        }
-
-        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-                      List<String> orderBy, Long fromXid) {
-            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid, null);
-        }
-
-        public Filter(Instant since, Instant until, String aggregateType, String aggregateId, String id, String timeColumn,
-                      List<String> orderBy) {
-            this(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, null, null);
-        }
-    }
-
-    /**
-     * Postgres: the rows that may have committed after the router's last published transaction: committed since
-     * {@code committedSince} (by track_commit_timestamp, reaching back before that transaction's commit time), or written
-     * by a transaction newer than it ({@code publishedXid}, itself excluded; -1: none known). As an exported snapshot sees
-     * them (null: as now); the snapshot is a new slot's, and what it does not see, the slot streams.
-     */
-    public record Recovery(Instant committedSince, long publishedXid, String snapshot) {
-    }
-
     /** How one table's rows are ordered: the SQL, and the same for the operator. */
     public record Order(List<String> sql, String description) {
     }
@@ -105,7 +61,7 @@ public final class Replay {
     }
 
     /** The outbox tables a time range cannot be applied to: they lack the filter's time column and the server keeps no commit times. */
-    public List<String> tablesWithoutTimeColumn(Filter filter) throws SQLException {
+    public List<String> tablesWithoutTimeColumn(ReplayFilter filter) throws SQLException {
         boolean commitTimes;
         try (var c = config.source().connection().open()) {
             commitTimes = source.commitTime(c).isPresent();
@@ -120,13 +76,13 @@ public final class Replay {
     }
 
     /** The order a table's rows are replayed in; see the class comment. */
-    public Order order(String table, Filter filter) throws SQLException {
+    public Order order(String table, ReplayFilter filter) throws SQLException {
         try (var c = config.source().connection().open()) {
             return order(c, table, filter);
         }
     }
 
-    private Order order(Connection c, String table, Filter filter) throws SQLException {
+    private Order order(Connection c, String table, ReplayFilter filter) throws SQLException {
         String id = config.outbox().columns().id();
         if (!filter.orderBy().isEmpty()) {
             var sql = new ArrayList<>(filter.orderBy());
@@ -149,7 +105,7 @@ public final class Replay {
     }
 
     /** The columns of {@code orderBy} that a table lacks. */
-    public List<String> missingOrderColumns(String table, Filter filter) throws SQLException {
+    public List<String> missingOrderColumns(String table, ReplayFilter filter) throws SQLException {
         var columns = source.columns(table);
         return filter.orderBy().stream().filter(col -> !columns.contains(col)).toList();
     }
@@ -160,13 +116,13 @@ public final class Replay {
      * @param each     told about every routable record, in order
      * @param rejected told about every row that cannot be routed, with the reason
      */
-    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, Filter filter)
+    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, ReplayFilter filter)
             throws SQLException, Retry.GaveUpException, InterruptedException {
         return run(sink, each, rejected, filter, Optional.empty());
     }
 
     /** @param deadLetters where a row that cannot be routed goes, in its place among the others; empty: only told */
-    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, Filter filter,
+    public Result run(Optional<EventSink> sink, Consumer<ProducerRecord<byte[], byte[]>> each, Consumer<String> rejected, ReplayFilter filter,
                       Optional<DeadLetters> deadLetters) throws SQLException, Retry.GaveUpException, InterruptedException {
         String replayedAt = Instant.now().toString();
         long published = 0;
@@ -184,7 +140,7 @@ public final class Replay {
                 }
                 try (var ps = c.prepareStatement(sql(table, filter, order(c, table, filter), timeOf(c, table, filter)))) {
                     ps.setFetchSize(CHUNK);
-                    bind(ps, filter);
+                    filter.bind(ps);
                     try (ResultSet rs = ps.executeQuery()) {
                         // Debezium's EventRouter reads the connector's record: one is made of each row, typed as the connector types it.
                         var records = config.routing().eventRouter() == null ? null
@@ -239,7 +195,7 @@ public final class Replay {
      * What {@code --since} and {@code --until} compare: the commit time where the server keeps it (a row written by a long
      * transaction is then not left out for its early time column), else the time column, the writer's clock.
      */
-    private String timeOf(Connection c, String table, Filter f) throws SQLException {
+    private String timeOf(Connection c, String table, ReplayFilter f) throws SQLException {
         boolean column = source.columns(table).contains(f.timeColumn());
         var commit = source.commitTime(c);
         if (commit.isPresent()) {
@@ -249,7 +205,7 @@ public final class Replay {
     }
 
     /** How {@code --since} and {@code --until} are applied, for the operator. */
-    public String timeFilter(Filter f) throws SQLException {
+    public String timeFilter(ReplayFilter f) throws SQLException {
         try (var c = config.source().connection().open()) {
             return source.commitTime(c).isPresent() ? "by commit time (track_commit_timestamp; the time column for rows committed "
                     + "before it was on)" : "by " + f.timeColumn() + ", the time the writer gave the row (created_at DEFAULT now() "
@@ -268,13 +224,13 @@ public final class Replay {
 
     /** Calls {@code each} for every row that matches, table by table, in the order a replay publishes them; returns how many. */
     /** How many rows {@link #forEachRow} would give, counted by the database. */
-    public long count(Filter filter) throws SQLException {
+    public long count(ReplayFilter filter) throws SQLException {
         long rows = 0;
         for (String table : config.source().tables()) {
             try (var c = config.source().connection().open()) {
-                String sql = "SELECT COUNT(*) FROM " + table + where(filter, timeOf(c, table, filter));
+                String sql = "SELECT COUNT(*) FROM " + table + filter.where(timeOf(c, table, filter), config.outbox().columns(), source::asText);
                 try (var ps = c.prepareStatement(sql)) {
-                    bind(ps, filter);
+                    filter.bind(ps);
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         rows += rs.getLong(1);
@@ -285,7 +241,7 @@ public final class Replay {
         return rows;
     }
 
-    public long forEachRow(Filter filter, Consumer<RowKey> each) throws SQLException {
+    public long forEachRow(ReplayFilter filter, Consumer<RowKey> each) throws SQLException {
         var cols = config.outbox().columns();
         long rows = 0;
         for (String table : config.source().tables()) {
@@ -297,7 +253,7 @@ public final class Replay {
                         + (commitOrder ? ", xmin::text" : "");
                 try (var ps = c.prepareStatement(sql(select, table, filter, order(c, table, filter), timeOf(c, table, filter)))) {
                     ps.setFetchSize(CHUNK * 10);
-                    bind(ps, filter);
+                    filter.bind(ps);
                     try (ResultSet rs = ps.executeQuery()) {
                         while (rs.next()) {
                             rows++;
@@ -313,80 +269,13 @@ public final class Replay {
         return rows;
     }
 
-    private String sql(String table, Filter f, Order order, String time) {
+    private String sql(String table, ReplayFilter f, Order order, String time) {
         return sql("*", table, f, order, time);
     }
 
-    private String sql(String select, String table, Filter f, Order order, String time) {
-        return "SELECT " + select + " FROM " + table + where(f, time) + " ORDER BY " + String.join(", ", order.sql());
-    }
-
-    /** The filter as a WHERE clause (empty when it selects every row), its parameters bound by {@link #bind}. */
-    private String where(Filter f, String time) {
-        var cols = config.outbox().columns();
-        var where = new ArrayList<String>();
-        if (f.since() != null) {
-            where.add(time + " >= ?");
-        }
-        if (f.until() != null) {
-            where.add(time + " < ?");
-        }
-        if (f.aggregateType() != null) {
-            where.add(cols.aggregateType() + " = ?");
-        }
-        if (f.aggregateId() != null) {
-            where.add(cols.aggregateId() + " = ?");
-        }
-        if (f.id() != null) {
-            where.add(source.asText(cols.id()) + " = ?");
-        }
-        if (!f.ids().isEmpty()) {
-            where.add(source.asText(cols.id()) + " IN (" + String.join(", ", java.util.Collections.nCopies(f.ids().size(), "?")) + ")");
-        }
-        if (f.recovery() != null) {
-            // Commit times follow commit order only roughly (taken before the commit record is written; a clock may step):
-            // the caller reaches back. A transaction begun after the published one has a newer xid, whatever its clock.
-            if (f.recovery().publishedXid() >= 0) {
-                where.add("(pg_xact_commit_timestamp(xmin) >= ? OR age(xmin) < age(CAST(? AS xid)))");
-                where.add("NOT (xmin = CAST(? AS xid))");
-            } else {
-                where.add("pg_xact_commit_timestamp(xmin) >= ?");
-            }
-        }
-        if (f.fromXid() != null) {
-            // xmin is the 32-bit id of the row's writer: compared by age, which holds within two billion transactions; a
-            // frozen row's age is the largest there is, so it counts as older.
-            where.add("age(xmin) <= age(CAST(? AS xid))");
-        }
-        return where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where);
-    }
-
-    private static void bind(PreparedStatement ps, Filter f) throws SQLException {
-        int i = 1;
-        if (f.since() != null) {
-            ps.setTimestamp(i++, Timestamp.from(f.since()));
-        }
-        if (f.until() != null) {
-            ps.setTimestamp(i++, Timestamp.from(f.until()));
-        }
-        for (String value : new String[] {f.aggregateType(), f.aggregateId(), f.id()}) {
-            if (value != null) {
-                ps.setString(i++, value);
-            }
-        }
-        for (String value : f.ids()) {
-            ps.setString(i++, value);
-        }
-        if (f.recovery() != null) {
-            ps.setTimestamp(i++, Timestamp.from(f.recovery().committedSince()));
-            if (f.recovery().publishedXid() >= 0) {
-                ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
-                ps.setString(i++, Long.toString(f.recovery().publishedXid() & 0xFFFFFFFFL));
-            }
-        }
-        if (f.fromXid() != null) {
-            ps.setString(i, Long.toString(f.fromXid() & 0xFFFFFFFFL));
-        }
+    private String sql(String select, String table, ReplayFilter f, Order order, String time) {
+        return "SELECT " + select + " FROM " + table + f.where(time, config.outbox().columns(), source::asText) + " ORDER BY "
+                + String.join(", ", order.sql());
     }
 
     /** @param mysql MySQL's JSON columns are read back as the stream has them: compact, as the binlog renders them */

@@ -4,12 +4,9 @@ import io.outboxrouter.cdc.CdcEngine;
 import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.cdc.Source;
-import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
-import io.outboxrouter.kafka.OffsetsTopic;
-import io.outboxrouter.kafka.TransactionalPublisher;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
@@ -35,7 +32,6 @@ import org.slf4j.LoggerFactory;
 final class SourceStream implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SourceStream.class);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
-    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
     private final RouterConfig config;
     private final Source source;
@@ -201,60 +197,20 @@ final class SourceStream implements AutoCloseable {
                     config.kafka().bootstrapServers(), source.describe(), config.routing().topic(), fence, healthUrl);
         }
 
-        /**
-         * Exactly-once: a new producer (and handler) for this activation, whose {@code initTransactions()} fences every
-         * earlier producer of the stream and aborts what it left open; then the offsets table and the offsets topic are
-         * made to agree (the topic's position wins, unless an at-least-once run or an operator wrote the table since),
-         * and the engine resumes from there. First, before fencing anyone, the topic's positions of this name must come
-         * from this router's offsets table ({@link #sourceToken}).
-         *
-         * @param acceptForeign the operator started with --accept-gap: positions of this name from another offsets table are taken over
-         */
+        /** Exactly-once: a new producer and handler for this activation ({@link ExactlyOnceResume}). */
         private void resumeFromCommitted(OffsetTable table, long fence, boolean acceptForeign) {
             var previous = sink;
             if (previous != null) {
                 previous.close(); // a batch of the previous activation still under way fails, and cannot touch the new one
             }
-            var topic = new OffsetsTopic(config.kafka());
-            try {
-                var token = SourceToken.of(config, table, topic, acceptForeign, shardIndex());
-                var transactional = new TransactionalPublisher(config.kafka(), config.name(), streamsInProcess(config),
-                        Duration.ofMillis(200), metrics);
+            ExactlyOnceResume.resume(config, metrics, table, fence, acceptForeign, shardIndex(), transactional -> {
                 sink = transactional;
                 var previousHandler = handler;
                 if (previousHandler != null) {
                     previousHandler.close();
                 }
                 handler = handlers.apply(transactional);
-                transactional.activate();
-                int shards = config.source().postgres().shards();
-                int partitions = topic.ensureExists(shards);
-                if (partitions < shards) {
-                    // A read_committed reader stops at another shard's open transaction: a shard sharing a partition could
-                    // read a stale position of its own and resume from it.
-                    throw new IllegalStateException("the offsets topic " + topic.name() + " has " + partitions + " partition(s), fewer "
-                            + "than the " + shards + " shards: each shard needs its own. Fix: kafka-topics.sh --alter --topic "
-                            + topic.name() + " --partitions " + shards + " (or set kafka.offsets-topic to a new topic)");
-                }
-                int partition = OffsetsTopic.partitionOf(shardIndex(), partitions);
-                transactional.useOffsetsPartition(partition);
-                var committed = topic.read(config.name(), partition);
-                var toTopic = new java.util.LinkedHashMap<>(CommittedPosition.reconcile(config, table, topic.name(), committed, fence,
-                        token.tableWins()));
-                toTopic.put(OffsetsTopic.sourceKey(config.name()), SourceToken.mark(config, token.token()));
-                transactional.commitPositions(toTopic);
-                table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TOPIC), fence);
-                LOG.info("Router {}: exactly-once delivery, transactional.id {}, positions committed to {} (partition {})", config.name(),
-                        transactional.transactionalId(), topic.name(), partition);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while starting exactly-once delivery", e);
-            } catch (SourceSetupException e) {
-                throw e;
-            } catch (Exception e) {
-                throw new IllegalStateException("cannot start exactly-once delivery for router " + config.name() + ": "
-                        + e.getMessage(), e);
-            }
+            });
         }
 
         private int shardIndex() {
@@ -305,28 +261,8 @@ final class SourceStream implements AutoCloseable {
     /** The source changed under the stream so that it cannot go on (a dropped publication): the router stops, saying how to fix it. */
     private void sourceChanged(io.outboxrouter.cdc.SourceSetupException e) {
         LOG.error("Router {}: {}", config.name(), e.getMessage());
-        recordGap(e.getMessage());
+        LostEvents.record(config, e.getMessage());
         completion.completeExceptionally(e);
-    }
-
-    /**
-     * Keeps the loss in the offsets table, so that the next start refuses until an operator accepts it, and holds
-     * retention, so that the rows to publish again stay in the outbox table.
-     */
-    private void recordGap(String problem) {
-        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-            var gap = JSON.createObjectNode().put("detected", java.time.Instant.now().toString()).put("problem", problem);
-            // ASCII only: the problem may quote an outbox row, and an offsets table's text column need not hold every character.
-            String value = JSON.writer().with(com.fasterxml.jackson.core.json.JsonWriteFeature.ESCAPE_NON_ASCII).writeValueAsString(gap);
-            var entries = new java.util.HashMap<String, String>();
-            entries.put(OffsetTable.GAP_KEY, value);
-            entries.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow());
-            entries.put(OffsetTable.CATALOG_KEY, null); // the gap names the rows; the next start takes the catalog anew
-            table.write(config.name(), entries);
-        } catch (RuntimeException | com.fasterxml.jackson.core.JsonProcessingException ex) {
-            LOG.error("Router {}: could not record the loss in the offsets table ({}); the next start will not refuse on its own: "
-                    + "publish the rows named above before starting it again", config.name(), ex.getMessage());
-        }
     }
 
     RouterState state() {

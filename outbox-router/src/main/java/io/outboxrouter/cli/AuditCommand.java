@@ -2,6 +2,7 @@ package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Audit;
 import io.outboxrouter.app.Replay;
+import io.outboxrouter.app.ReplayFilter;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -59,7 +60,7 @@ final class AuditCommand implements Callable<Integer> {
                     + "routing.event-router the records are Debezium's EventRouter's, which it does not read yet");
             return Main.EXIT_USAGE;
         }
-        var untimed = new Replay(c).tablesWithoutTimeColumn(new Replay.Filter(null, null, null, null, null, timeColumn, List.of()));
+        var untimed = new Replay(c).tablesWithoutTimeColumn(new ReplayFilter(null, null, null, null, null, timeColumn, List.of()));
         if ((since != null || until != null) && !untimed.isEmpty()) {
             System.err.println("outbox-router: table " + untimed.get(0) + " has no column " + timeColumn
                     + " to filter by time; name another with --time-column");
@@ -72,7 +73,7 @@ final class AuditCommand implements Callable<Integer> {
             System.out.println("note: table " + untimed.get(0) + " has no column " + timeColumn + ", so the newest rows are audited "
                     + "too: while the router runs, those it has not published yet are reported missing");
         }
-        var filter = new Replay.Filter(since, before, null, null, null, timeColumn, List.of());
+        var filter = new ReplayFilter(since, before, null, null, null, timeColumn, List.of());
         var audit = new Audit(c);
         System.out.println("audit of router " + c.name() + ": " + c.source().tables() + (since == null ? ", rows" : ", rows committed "
                 + "since " + since) + (before == null ? "" : " committed before " + before) + ", against " + audit.topics());
@@ -113,7 +114,7 @@ final class AuditCommand implements Callable<Integer> {
             for (int from = 0; from < missing.size(); from += REPAIR_BATCH) {
                 var ids = missing.subList(from, Math.min(missing.size(), from + REPAIR_BATCH)).stream().map(Audit.Missing::id).toList();
                 published += replay.run(Optional.of(sink), r -> { }, reason -> System.err.println("outbox-router: not routable: "
-                        + reason), Replay.Filter.ofIds(ids, timeColumn)).published();
+                        + reason), ReplayFilter.ofIds(ids, timeColumn)).published();
             }
         }
         System.out.println(published + " missing event(s) published again, each with the header replayed=true.");

@@ -1,6 +1,7 @@
 package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Replay;
+import io.outboxrouter.app.ReplayFilter;
 import io.outboxrouter.cdc.SlotRecovery;
 import io.outboxrouter.offsets.OffsetTable;
 import java.util.LinkedHashMap;
@@ -81,8 +82,8 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
             }
             var replay = new Replay(c);
             var since = plan.since(reachBack);
-            var filter = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                    new Replay.Recovery(since, plan.publishedXid(), null));
+            var filter = new ReplayFilter(null, null, null, null, null, "created_at", List.of(), null,
+                    new ReplayFilter.Recovery(since, plan.publishedXid(), null));
             System.out.println("router " + c.name() + ": replication slot " + plan.slot() + " does not exist; the last transaction "
                     + "it published" + (plan.publishedXid() < 0 ? "" : ", " + plan.publishedXid() + ",") + " committed at "
                     + plan.committedAt() + " (stored position " + plan.storedLsn() + ").");
@@ -119,8 +120,8 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
                     ? Optional.of(new io.outboxrouter.routing.DeadLetters(c.routing().deadLetters().topic(), c.outbox().columns()))
                     : Optional.<io.outboxrouter.routing.DeadLetters>empty();
             try (var slot = SlotRecovery.create(c)) {
-                var inSnapshot = new Replay.Filter(null, null, null, null, null, "created_at", List.of(), null,
-                        new Replay.Recovery(since, plan.publishedXid(), slot.snapshot()));
+                var inSnapshot = new ReplayFilter(null, null, null, null, null, "created_at", List.of(), null,
+                        new ReplayFilter.Recovery(since, plan.publishedXid(), slot.snapshot()));
                 String stopped = null;
                 try (var sink = ReplayCommand.sink(c)) {
                     result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot, deadLetters);

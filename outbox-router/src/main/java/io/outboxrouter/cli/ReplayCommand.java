@@ -1,6 +1,7 @@
 package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Replay;
+import io.outboxrouter.app.ReplayFilter;
 import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.kafka.EventSink;
 import io.outboxrouter.kafka.KafkaPublisher;
@@ -99,7 +100,7 @@ final class ReplayCommand implements Callable<Integer> {
             System.err.println("outbox-router: --from-xid must be a transaction id, 3 or more (was " + fromXid + ")");
             return Main.EXIT_USAGE;
         }
-        var filter = new Replay.Filter(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid);
+        var filter = new ReplayFilter(since, until, aggregateType, aggregateId, id, timeColumn, orderBy, fromXid);
         var replay = new Replay(c);
         for (String table : c.source().tables()) {
             var missing = replay.missingOrderColumns(table, filter);

@@ -204,7 +204,7 @@ final class DebeziumServerPipeline implements AutoCloseable {
                 r -> replayed.put(idOf(r.headers()), Wire.of(r.topic(), r.key(), r.value(), r.headers(), true)),
                 reason -> {
                     throw new AssertionError(reason);
-                }, new io.outboxrouter.app.Replay.Filter(null, null, null, null, null, "created_at", List.of()));
+                }, new io.outboxrouter.app.ReplayFilter(null, null, null, null, null, "created_at", List.of()));
         return replayed;
     }
 

@@ -172,7 +172,7 @@ abstract class OutboxContract {
                     rec -> replayed.put(UUID.fromString(new String(rec.headers().lastHeader("id").value(), StandardCharsets.UTF_8)), rec),
                     reason -> {
                         throw new AssertionError(reason);
-                    }, new io.outboxrouter.app.Replay.Filter(null, null, null, null, null, "created_at", List.of()));
+                    }, new io.outboxrouter.app.ReplayFilter(null, null, null, null, null, "created_at", List.of()));
             var inTables = expected.stream().filter(id -> !byId.get(id).header("source.table").startsWith("message:")).collect(Collectors.toSet());
             assertThat(replayed.keySet()).as("replayed: the rows of outbox tables (messages are not kept)").isEqualTo(inTables);
             replayed.forEach((id, rec) -> {
