@@ -215,6 +215,7 @@ final class BinlogSource implements Source {
 
     @Override
     public Optional<Drift> drift(StoredPosition stored) throws SQLException {
+        recoverHistory = false;
         if (stored.reset()) {
             return Optional.empty();
         }

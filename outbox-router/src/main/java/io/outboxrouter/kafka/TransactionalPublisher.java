@@ -2,6 +2,7 @@ package io.outboxrouter.kafka;
 
 import io.outboxrouter.cdc.SourcePosition;
 import io.outboxrouter.config.KafkaConfig;
+import io.outboxrouter.kafka.TransactionFailures.UnrecoverableException;
 import io.outboxrouter.metrics.RouterListener;
 import io.outboxrouter.offsets.EngineOffsets;
 import io.outboxrouter.retry.Retry;
@@ -21,7 +22,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.slf4j.Logger;
-import io.outboxrouter.kafka.TransactionFailures.UnrecoverableException;
 import org.slf4j.LoggerFactory;
 
 /**

@@ -147,8 +147,7 @@ public final class ChangeRecords {
         }
         if (v instanceof ByteBuffer b) {
             if (b.hasArray() && b.arrayOffset() == 0 && b.position() == 0 && b.remaining() == b.array().length) {
-                // The connector wraps each value's own array, never written again: shared, not copied, so that a batch of
-                // large rows is not held twice.
+                // Shared, not copied (nothing writes a row's bytes): a batch of large rows is then not held twice.
                 return b.array();
             }
             var bytes = new byte[b.remaining()];
