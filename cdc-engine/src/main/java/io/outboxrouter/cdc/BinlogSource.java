@@ -56,13 +56,13 @@ final class BinlogSource implements Source {
     @Override
     public List<Check> checks() {
         var checks = new java.util.ArrayList<>(BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config)));
-        checks.addAll(Retention.checks(config, outboxSql));
+        checks.addAll(RetentionChecks.checks(config, outboxSql));
         return checks;
     }
 
     @Override
     public void prepare() {
-        Retention.refuseUnless(Retention.checks(config, outboxSql));
+        RetentionChecks.refuseUnless(RetentionChecks.checks(config, outboxSql));
         BinlogPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 

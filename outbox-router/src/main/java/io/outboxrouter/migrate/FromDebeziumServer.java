@@ -44,32 +44,6 @@ public final class FromDebeziumServer {
     private static final Pattern QUARKUS_DEFAULT = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_.-]*)(?::([^}]*))?}");
     private static final Pattern LITERAL_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*\\\\?\\.[A-Za-z_][A-Za-z0-9_$]*");
 
-    /** Source properties the router sets itself or makes unnecessary, with the reason each is left out. */
-    private static final Map<String, String> UNNEEDED = new LinkedHashMap<>();
-
-    static {
-        String offsets = "the router keeps its positions in its offsets table (offsets.*); to switch without a gap see "
-                + "docs/migrating-from-debezium.md";
-        UNNEEDED.put("offset.storage", offsets);
-        UNNEEDED.put("offset.storage.*", offsets);
-        UNNEEDED.put("offset.flush.interval.ms", "the router stores a position once Kafka acknowledged its events, at a "
-                + "transaction's end (offsets.commit-interval)");
-        UNNEEDED.put("offset.flush.timeout.ms", offsets);
-        UNNEEDED.put("schema.history.internal", "the router keeps the binlog schema history in its offsets database");
-        UNNEEDED.put("schema.history.internal.*", "the router keeps the binlog schema history in its offsets database");
-        UNNEEDED.put("column.include.list", "the router decodes only the columns the EventRouter options name");
-        UNNEEDED.put("column.exclude.list", "the router decodes only the columns the EventRouter options name");
-        UNNEEDED.put("tombstones.on.delete", "set by the router (a delete of an outbox row publishes nothing)");
-        UNNEEDED.put("provide.transaction.metadata", "set by the router, which publishes in commit order itself");
-        UNNEEDED.put("include.schema.changes", "the router publishes outbox events only");
-        UNNEEDED.put("publication.autocreate.mode", "the router creates its publication when it is missing, for the outbox "
-                + "tables (and on Postgres 15+ only the columns it reads)");
-        UNNEEDED.put("plugin.name", "the router reads pgoutput");
-        UNNEEDED.put("name", "the router's name is topic.prefix's");
-        UNNEEDED.put("database.include.list", "the router reads the tables of source.tables");
-        UNNEEDED.put("schema.include.list", "the router reads the tables of source.tables");
-    }
-
     private FromDebeziumServer() {
     }
 
@@ -146,7 +120,8 @@ public final class FromDebeziumServer {
             if (key.startsWith("%")) {
                 dropped.add(new Dropped(key, "a Quarkus profile's value: convert the file with that profile's values in place", true));
             } else if (key.startsWith("debezium.source.")) {
-                source(key.substring("debezium.source.".length()), key, value, binlog, source, postgres, debezium, dropped);
+                DebeziumServerSource.map(key.substring("debezium.source.".length()), key, value, binlog, source, postgres, debezium,
+                        dropped);
             } else if (key.equals("debezium.sink.type")) {
                 if (!value.equals("kafka")) {
                     dropped.add(new Dropped(key, "the router publishes to Kafka only (was " + value + ")", true));
@@ -229,65 +204,6 @@ public final class FromDebeziumServer {
         return new Result(yaml, List.copyOf(dropped));
     }
 
-    private static void source(String property, String key, String value, boolean binlog, Map<String, Object> source,
-                               Map<String, Object> postgres, Map<String, Object> debezium, List<Dropped> dropped) {
-        switch (property) {
-            case "connector.class", "table.include.list", "snapshot.mode", "topic.prefix", "database.user", "database.password",
-                 "database.hostname", "database.port", "database.dbname" -> {
-                // read above
-            }
-            case "slot.name" -> postgres.put("slot", value);
-            case "publication.name" -> postgres.put("publication", value);
-            case "database.server.id" -> source.put("binlog", Map.of("server-id", value));
-            case "poll.interval.ms" -> source.put("poll-interval", value + "ms");
-            case "max.batch.size" -> source.put("max-batch-size", value);
-            case "heartbeat.interval.ms", "heartbeat.action.query" -> {
-                if (binlog) {
-                    debezium.put(property, value);
-                } else {
-                    dropped.add(new Dropped(key, "the router runs its own heartbeat on Postgres (source.postgres.heartbeat-*)", false));
-                }
-            }
-            case "slot.drop.on.stop" -> {
-                if (value.equalsIgnoreCase("true")) {
-                    dropped.add(new Dropped(key, "the router keeps its slot: it holds the position to hand over, and dropping it on "
-                            + "a stop loses every change after it. Stopping Debezium Server with this set drops the slot first: set it "
-                            + "to false there before the switch", true));
-                }
-            }
-            case "message.prefix.include.list", "message.prefix.exclude.list", "table.exclude.list" -> dropped.add(new Dropped(key,
-                    "the router sets what the connector reads itself (its own logical decoding messages included): name the outbox "
-                    + "tables in source.tables", true));
-            default -> {
-                if (property.startsWith("database.ssl")) {
-                    dropped.add(new Dropped(key, "give TLS settings in source.url, as JDBC parameters (e.g. ?sslmode=verify-full), and "
-                            + "under debezium: for the connector", true));
-                    return;
-                }
-                String reason = unneeded(property);
-                if (reason != null) {
-                    if (property.equals("plugin.name") && !value.equals("pgoutput")) {
-                        dropped.add(new Dropped(key, "the router reads pgoutput only (was " + value + ")", true));
-                    } else {
-                        dropped.add(new Dropped(key, reason, false));
-                    }
-                } else {
-                    debezium.put(property, quarkus(value)); // a connector setting: passed through as it is
-                }
-            }
-        }
-    }
-
-    private static String unneeded(String property) {
-        for (var e : UNNEEDED.entrySet()) {
-            String k = e.getKey();
-            if (k.endsWith(".*") ? property.startsWith(k.substring(0, k.length() - 1)) : property.equals(k)) {
-                return e.getValue();
-            }
-        }
-        return null;
-    }
-
     private static void transform(String key, String value, Map<String, String> props, Map<String, Object> eventRouter,
                                   List<Dropped> dropped) {
         String names = props.getOrDefault("debezium.transforms", "");
@@ -346,7 +262,7 @@ public final class FromDebeziumServer {
      * Quarkus's {@code ${name:default}} is the router's {@code ${NAME:-default}}: Quarkus reads {@code db.password} from the
      * environment as {@code DB_PASSWORD}. {@code ${routedByValue}} (Debezium's own placeholder, escaped in the file) is left.
      */
-    private static String quarkus(String value) {
+    static String quarkus(String value) {
         Matcher m = QUARKUS_DEFAULT.matcher(value);
         return m.replaceAll(r -> r.group(1).equals("routedByValue") ? Matcher.quoteReplacement(r.group())
                 : Matcher.quoteReplacement("${" + r.group(1).replace('.', '_').replace('-', '_').toUpperCase(Locale.ROOT)
