@@ -40,6 +40,7 @@ public final class Benchmark {
     private final long backlog1 = quick ? 10_000 : 100_000;
     private final long backlog100 = quick ? 40_000 : 200_000;
     private final Duration window = Duration.ofSeconds(quick ? 8 : 20);
+    private final LatencyRuns latencies = new LatencyRuns(results, window);
     private String bootstrap;
 
     public static void main(String[] args) throws Exception {
@@ -247,8 +248,8 @@ public final class Benchmark {
             db.createSlot(router.slot());
             try (router) {
                 Duration start = router.start();
-                idleCpu(router);
-                measureLatency(db, router);
+                latencies.idleCpu(router);
+                latencies.measure(db, router);
                 Duration restart = router.restart();
                 results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
             }
@@ -261,8 +262,8 @@ public final class Benchmark {
             db.createSlot(plain.slot());
             try (plain) {
                 plain.start();
-                idleCpu(plain);
-                measureLatency(db, plain);
+                latencies.idleCpu(plain);
+                latencies.measure(db, plain);
             }
             db.dropSlot(plain.slot());
         }
@@ -273,7 +274,7 @@ public final class Benchmark {
             db.createSlot(exactlyOnce.slot());
             try (exactlyOnce) {
                 Duration start = exactlyOnce.start();
-                measureLatency(db, exactlyOnce);
+                latencies.measure(db, exactlyOnce);
                 Duration restart = exactlyOnce.restart();
                 results.startup.add(new Results.Startup("Postgres", exactlyOnce.name(), start, restart));
             }
@@ -285,7 +286,7 @@ public final class Benchmark {
             db.createSlot("dbzs_latency");
             try (var c = dbz.get()) {
                 Duration start = c.start();
-                measureLatency(db, c);
+                latencies.measure(db, c);
                 results.startup.add(new Results.Startup("Postgres", c.name(), start, null));
             } catch (Exception e) {
                 results.notes.add(dbz.get().name() + " latency: failed: " + e.getMessage().lines().findFirst().orElse(""));
@@ -299,7 +300,7 @@ public final class Benchmark {
             db.reset();
             try (var relay = new PollingRelay(db, interval, bootstrap)) {
                 relay.start();
-                measureLatency(db, relay);
+                latencies.measure(db, relay);
             }
         }
     }
@@ -330,77 +331,9 @@ public final class Benchmark {
         db.createSlot(router.slot());
         try (router) {
             router.start();
-            measureLatency(db, router);
+            latencies.measure(db, router);
         }
         db.dropSlot(router.slot());
-    }
-
-    /** What a streaming router costs while nothing is written: its polling of the replication stream. */
-    private void idleCpu(Contender c) throws InterruptedException {
-        // Past the start's JIT work, which would otherwise dominate the figure.
-        Thread.sleep(30_000);
-        double cpu0 = c.stats().cpuSeconds();
-        var threads0 = c.stats().threadCpuSeconds();
-        Thread.sleep(20_000);
-        double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
-        String byThread = ProcessStats.threadShares(threads0, c.stats().threadCpuSeconds(), 20);
-        LOG.info("{}: {}% of a core while idle; by thread: {}", c.name(), Results.fmt1(percent), byThread);
-        results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core; by thread: %s.", c.name(), percent,
-                byThread));
-        results.idleCpuPercent.put(c.name(), percent);
-    }
-
-    private void measureLatency(BenchDb db, Contender c) throws Exception {
-        // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
-        Load.fixedRate(db, 1000, Duration.ofSeconds(2));
-        Load.fixedRate(db, 5000, Duration.ofSeconds(3));
-        c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
-        // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
-        // which higher rates do not show.
-        for (int rate : new int[] {100, 1000, 5000}) {
-            var stats = c.stats();
-            double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
-            var wal0 = db.walStats();
-            long t0 = System.nanoTime();
-            var written = Load.fixedRate(db, rate, window);
-            if (wal0 != null) {
-                LOG.info("{} at {}/s: {}", c.name(), rate, db.walStats().since(wal0, written.events()));
-            }
-            c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
-            waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
-            double wall = (System.nanoTime() - t0) / 1e9;
-            double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
-            double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
-            LOG.info("{} at {}/s (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing", c.name(), rate,
-                    Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5]);
-            results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), rate, written.perSecond(),
-                    (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu));
-            dumpLatencies(c.name() + "-" + rate, written.commitMicros(), c.arrivals().byId);
-        }
-    }
-
-    /**
-     * {@code BENCH_LATENCY_DUMP}: a directory that gets one CSV per contender and rate, each event's commit and arrival
-     * (epoch microseconds) in commit order, to see when in the window a tail arose and whether it comes in bursts.
-     */
-    private static void dumpLatencies(String name, Map<String, Long> written, Map<String, Long> arrived) throws IOException {
-        String dir = System.getenv("BENCH_LATENCY_DUMP");
-        if (dir == null || dir.isBlank()) {
-            return;
-        }
-        Files.createDirectories(Path.of(dir));
-        var lines = new ArrayList<String>(written.size() + 1);
-        lines.add("commit_us,arrival_us");
-        written.entrySet().stream().sorted(Map.Entry.comparingByValue())
-                .forEach(e -> lines.add(e.getValue() + "," + arrived.getOrDefault(e.getKey(), -1L)));
-        Files.write(Path.of(dir, name + ".csv"), lines);
-    }
-
-    private static void waitFor(Set<String> ids, Map<String, Long> arrived, Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (System.nanoTime() < deadline && !arrived.keySet().containsAll(ids)) {
-            Thread.sleep(50);
-        }
     }
 
     /** The router on MariaDB: backlogs drained (a first start stores a position, so later starts resume before them), then latency. */
@@ -424,7 +357,7 @@ public final class Benchmark {
         }
         try (var router = new RouterContender(db, name, "bench-mariadb-latency", bootstrap, out, freePort())) {
             router.start();
-            measureLatency(db, router);
+            latencies.measure(db, router);
             results.startup.add(new Results.Startup("MariaDB", router.name(), start, router.restart()));
         }
     }

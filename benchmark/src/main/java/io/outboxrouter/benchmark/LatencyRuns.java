@@ -1,0 +1,90 @@
+package io.outboxrouter.benchmark;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Map;
+import java.util.Set;
+
+/** Latency at fixed rates, and CPU while idle, of one contender. */
+final class LatencyRuns {
+    private final Results results;
+    /** How long each rate is written. */
+    private final Duration window;
+
+    LatencyRuns(Results results, Duration window) {
+        this.results = results;
+        this.window = window;
+    }
+
+    /** What a streaming router costs while nothing is written: its polling of the replication stream. */
+    void idleCpu(Contender c) throws InterruptedException {
+        // Past the start's JIT work, which would otherwise dominate the figure.
+        Thread.sleep(30_000);
+        double cpu0 = c.stats().cpuSeconds();
+        var threads0 = c.stats().threadCpuSeconds();
+        Thread.sleep(20_000);
+        double percent = (c.stats().cpuSeconds() - cpu0) / 20 * 100;
+        String byThread = ProcessStats.threadShares(threads0, c.stats().threadCpuSeconds(), 20);
+        Benchmark.LOG.info("{}: {}% of a core while idle; by thread: {}", c.name(), Results.fmt1(percent), byThread);
+        results.notes.add(String.format("%s, streaming with nothing to publish: %.1f%% of one core; by thread: %s.", c.name(), percent,
+                byThread));
+        results.idleCpuPercent.put(c.name(), percent);
+    }
+
+    /** Single-row transactions at 100, 1,000 and 5,000 events/s after a warm-up: latency percentiles and CPU. */
+    void measure(BenchDb db, Contender c) throws Exception {
+        // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
+        Load.fixedRate(db, 1000, Duration.ofSeconds(2));
+        Load.fixedRate(db, 5000, Duration.ofSeconds(3));
+        c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
+        // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
+        // which higher rates do not show.
+        for (int rate : new int[] {100, 1000, 5000}) {
+            var stats = c.stats();
+            double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+            var wal0 = db.walStats();
+            long t0 = System.nanoTime();
+            var written = Load.fixedRate(db, rate, window);
+            if (wal0 != null) {
+                Benchmark.LOG.info("{} at {}/s: {}", c.name(), rate, db.walStats().since(wal0, written.events()));
+            }
+            c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
+            waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
+            double wall = (System.nanoTime() - t0) / 1e9;
+            double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
+            double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
+            Benchmark.LOG.info("{} at {}/s (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing", c.name(), rate,
+                    Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5]);
+            results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), rate, written.perSecond(),
+                    (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu));
+            dumpLatencies(c.name() + "-" + rate, written.commitMicros(), c.arrivals().byId);
+        }
+    }
+
+    /**
+     * {@code BENCH_LATENCY_DUMP}: a directory that gets one CSV per contender and rate, each event's commit and arrival
+     * (epoch microseconds) in commit order, to see when in the window a tail arose and whether it comes in bursts.
+     */
+    private static void dumpLatencies(String name, Map<String, Long> written, Map<String, Long> arrived) throws IOException {
+        String dir = System.getenv("BENCH_LATENCY_DUMP");
+        if (dir == null || dir.isBlank()) {
+            return;
+        }
+        Files.createDirectories(Path.of(dir));
+        var lines = new ArrayList<String>(written.size() + 1);
+        lines.add("commit_us,arrival_us");
+        written.entrySet().stream().sorted(Map.Entry.comparingByValue())
+                .forEach(e -> lines.add(e.getValue() + "," + arrived.getOrDefault(e.getKey(), -1L)));
+        Files.write(Path.of(dir, name + ".csv"), lines);
+    }
+
+    private static void waitFor(Set<String> ids, Map<String, Long> arrived, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline && !arrived.keySet().containsAll(ids)) {
+            Thread.sleep(50);
+        }
+    }
+}
