@@ -60,10 +60,15 @@ final class SourceStream implements AutoCloseable {
         this.config = config;
         this.acceptGapGivenAt = acceptGap ? java.time.Instant.now() : null;
         this.source = source;
-        this.handlers = handlers;
+        // Held events lost from the parking topic stop the stream as a change of the source does, kept for the next start.
+        this.handlers = sink -> {
+            var h = handlers.apply(sink);
+            h.whenParkingLost(problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem)));
+            return h;
+        };
         if (!config.kafka().exactlyOnce()) {
             this.sink = new KafkaPublisher(config.kafka(), config.name(), streamsInProcess(config), Duration.ofMillis(200), metrics);
-            this.handler = handlers.apply(sink);
+            this.handler = this.handlers.apply(sink);
         }
         this.metrics = metrics;
         var lockTimer = new ScheduledThreadPoolExecutor(1, r -> {

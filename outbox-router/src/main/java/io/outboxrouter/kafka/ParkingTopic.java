@@ -10,16 +10,21 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -111,6 +116,34 @@ public final class ParkingTopic {
             }
         }
         return ends;
+    }
+
+    /**
+     * The topic's id and, per partition, the first offset it still keeps; empty when the topic does not exist. A topic
+     * deleted and created again has another id; one whose records were deleted (retention, {@code kafka-delete-records})
+     * keeps from a later offset.
+     */
+    public Optional<Kept> kept() throws ExecutionException, InterruptedException, TimeoutException {
+        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+            TopicDescription description;
+            try {
+                description = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                    return Optional.empty();
+                }
+                throw e;
+            }
+            var earliest = new HashMap<TopicPartition, OffsetSpec>();
+            description.partitions().forEach(p -> earliest.put(new TopicPartition(topic, p.partition()), OffsetSpec.earliest()));
+            var first = new HashMap<Integer, Long>();
+            admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> first.put(tp.partition(), info.offset()));
+            return Optional.of(new Kept(description.topicId(), Map.copyOf(first)));
+        }
+    }
+
+    /** What {@link #kept} found: the topic's id, and each partition's first offset kept. */
+    public record Kept(Uuid id, Map<Integer, Long> firstOffsets) {
     }
 
     /** Whether the topic exists (for the commands, which create nothing). */

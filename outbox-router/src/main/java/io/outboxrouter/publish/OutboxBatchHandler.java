@@ -161,6 +161,9 @@ public final class OutboxBatchHandler implements ChangeHandler {
     public synchronized void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var outcomes = new ArrayList<Outcome>(batch.size());
         requireUsable();
+        if (parking != null) {
+            parking.reloadIfNeeded(this::carryOutRequests);
+        }
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
             if (result instanceof RoutingResult.Publish p) {
@@ -249,6 +252,16 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public boolean transactional() {
         return sink.transactional();
+    }
+
+    /**
+     * Where a loss of held events is reported (the parking topic deleted, or its records, while aggregates were parked):
+     * the stream is to stop and keep the loss for its next start.
+     */
+    public void whenParkingLost(java.util.function.Consumer<String> onLoss) {
+        if (parking != null) {
+            parking.onLoss(onLoss);
+        }
     }
 
     /** Makes an {@link #activate} under way give up (the stream stops); what is loaded stays until {@link #close}. */

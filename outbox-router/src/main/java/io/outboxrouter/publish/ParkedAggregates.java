@@ -22,11 +22,12 @@ public final class ParkedAggregates {
      * @param id       the park's id: the stream, position and event id of the row that parked it
      * @param event    the event id of that row (its fixed copy, inserted again with this id, is released first); may be null
      * @param held     events held so far (a crash may count some twice; a release sends each once)
+     * @param offset   where its park marker is in the topic's partition; -1 when written since the topic was read
      */
     public record Park(String stream, String aggregate, String id, String reason, String position, String event, Instant since,
-                       long held) {
+                       long held, long offset) {
         Park withHeld(long n) {
-            return new Park(stream, aggregate, id, reason, position, event, since, n);
+            return new Park(stream, aggregate, id, reason, position, event, since, n, offset);
         }
     }
 
@@ -71,7 +72,7 @@ public final class ParkedAggregates {
             case PARK -> {
                 if (park == null && !finished(r.aggregate(), r.park())) {
                     requests.remove(r.aggregate());
-                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0));
+                    parked.put(key, new Park(r.stream(), r.aggregate(), r.park(), r.reason(), r.position(), r.event(), time, 0, r.offset()));
                 }
             }
             case HOLD -> {

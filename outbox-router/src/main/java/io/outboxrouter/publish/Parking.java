@@ -34,8 +34,12 @@ public final class Parking implements AutoCloseable {
     }
 
     /** What the status page and the metrics show; read from any thread. */
-    public record Summary(int parked, Instant oldest, List<ParkedAggregates.Park> first) {
-        static final Summary NONE = new Summary(0, null, List.of());
+    /**
+     * @param neededFrom the first offset of the stream's partition the parks depend on (their markers and held events);
+     *                   -1 when nothing is parked
+     */
+    public record Summary(int parked, Instant oldest, List<ParkedAggregates.Park> first, long neededFrom) {
+        static final Summary NONE = new Summary(0, null, List.of(), -1);
     }
 
     /** What carries the requests out; returns whether one must wait (tried again a second later). */
@@ -58,6 +62,16 @@ public final class Parking implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong closes = new java.util.concurrent.atomic.AtomicLong();
     private final ConcurrentLinkedQueue<ParkingRecord> arrived = new ConcurrentLinkedQueue<>();
     private volatile Summary summary = Summary.NONE;
+    /** Where each partition ended when the topic was read: a park written since has its marker after it. */
+    private volatile Map<TopicPartition, Long> loadEnds = Map.of();
+    /** The topic's id when it was read: another one means it was deleted and created again. */
+    private volatile org.apache.kafka.common.Uuid loadedId;
+    /** The topic went away while nothing was parked: read it again (creating it) before the next batch. */
+    private volatile boolean reload;
+    /** Told when held events are lost from the topic: the stream stops, and the loss is kept for the next start. */
+    private volatile java.util.function.Consumer<String> onLoss = problem -> LOG.error("{}", problem);
+    /** How often the follower looks at the topic's id and first offsets. */
+    private static final Duration WATCH_EVERY = Duration.ofSeconds(10);
 
     /** @param shard the stream's shard index (0 for a router that is not sharded), and how many there are */
     Parking(ParkingTopic topic, String stream, int shard, int shards) {
@@ -96,8 +110,9 @@ public final class Parking implements AutoCloseable {
             try {
                 partitions = topic.ensureExists(shards);
                 ends = topic.read(loaded::apply);
+                loadedId = topic.kept().map(ParkingTopic.Kept::id).orElse(null);
                 break;
-            } catch (ExecutionException | RuntimeException e) {
+            } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
                 if (closes.get() != generation) {
                     throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
                 }
@@ -127,6 +142,8 @@ public final class Parking implements AutoCloseable {
                     + "held event from it. Fix: kafka-topics.sh --alter --topic " + topic.name() + " --partitions " + shards);
         }
         state = loaded;
+        loadEnds = Map.copyOf(ends);
+        reload = false;
         run = UUID.randomUUID().toString();
         var parks = state.parks();
         if (!parks.isEmpty()) {
@@ -152,8 +169,15 @@ public final class Parking implements AutoCloseable {
     private void follow(ParkingTopic.Follower follow, Requests requests, boolean waiting) {
         boolean pending = waiting;
         long notBefore = 0;
+        long nextWatch = System.nanoTime() + WATCH_EVERY.toNanos();
         try (follow) {
             while (!follow.stopped()) {
+                if (System.nanoTime() - nextWatch >= 0) {
+                    nextWatch = System.nanoTime() + WATCH_EVERY.toNanos();
+                    if (!watch()) {
+                        return;
+                    }
+                }
                 try {
                     for (var r : follow.poll(Duration.ofSeconds(1))) {
                         if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
@@ -181,6 +205,77 @@ public final class Parking implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * Whether the topic still holds what the parks depend on. A topic deleted (or deleted and created again) while
+     * nothing is parked loses nothing: it is read again before the next batch. Held events gone (the topic deleted, or
+     * records deleted by retention or by hand) stop the stream through {@link #onLoss}, naming the aggregates to publish
+     * again.
+     *
+     * @return whether to go on following the topic
+     */
+    private boolean watch() {
+        Optional<ParkingTopic.Kept> kept;
+        try {
+            kept = topic.kept();
+        } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+            LOG.debug("Could not look at the parking topic {}: {}", topic.name(), e.toString()); // an outage, not a change
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        var s = summary;
+        String lost;
+        if (kept.isEmpty() || (loadedId != null && !loadedId.equals(kept.get().id()))) {
+            String what = kept.isEmpty() ? "was deleted" : "was deleted and created again";
+            if (s.parked() == 0) {
+                LOG.warn("The parking topic {} {} while nothing of stream {} was parked: nothing is lost; it is read again (and created "
+                        + "when missing) before the next batch", topic.name(), what, stream);
+                reload = true;
+                return false;
+            }
+            lost = "the parking topic " + topic.name() + " " + what + " while " + s.parked() + " aggregate(s) of stream " + stream
+                    + " were parked: their held events are gone from it";
+        } else if (s.neededFrom() >= 0 && kept.get().firstOffsets().getOrDefault(partition, 0L) > s.neededFrom()) {
+            lost = "the parking topic " + topic.name() + " no longer holds partition " + partition + " from offset " + s.neededFrom()
+                    + " (it starts at " + kept.get().firstOffsets().get(partition) + ": records deleted by retention.ms, retention.bytes "
+                    + "or by hand) while " + s.parked() + " aggregate(s) of stream " + stream + " were parked: held events are gone";
+        } else {
+            return true;
+        }
+        var aggregates = s.first().stream().map(ParkedAggregates.Park::aggregate).toList();
+        onLoss.accept(lost + ". Parked: " + s.first().stream().map(p -> p.aggregate() + " (since " + p.since() + ", at " + p.position() + ")")
+                .toList() + (s.parked() > s.first().size() ? " and " + (s.parked() - s.first().size()) + " more (parked list)" : "")
+                + ". Publish each one's events again from the outbox table, in order, before starting again: "
+                + aggregates.stream().limit(3).map(a -> "outbox-router replay --aggregate-id " + a).toList()
+                + " (the events before the park are published again too); fix its bad row first, then start with --accept-gap");
+        return false;
+    }
+
+    /** Where held events that are lost are reported: the stream stops, and the loss is kept for the next start. */
+    void onLoss(java.util.function.Consumer<String> onLoss) {
+        this.onLoss = onLoss;
+    }
+
+    /**
+     * Before a batch, with the handler's lock: the topic went away while nothing was parked, so it is read (and created)
+     * again. A park made since went to the topic that went away: that stops the stream as a loss does.
+     */
+    void reloadIfNeeded(Requests requests) throws InterruptedException {
+        if (!reload) {
+            return;
+        }
+        if (summary.parked() > 0) {
+            String problem = "the parking topic " + topic.name() + " went away while aggregate(s) of stream " + stream + " were being "
+                    + "parked (" + summary.first().stream().map(ParkedAggregates.Park::aggregate).toList() + "): their held events may "
+                    + "be gone. Publish each one's events again from the outbox table before starting again (outbox-router replay "
+                    + "--aggregate-id <aggregate>), then start with --accept-gap";
+            onLoss.accept(problem);
+            throw new IllegalStateException(problem);
+        }
+        load(requests);
     }
 
     private static void sleep(Duration d) {
@@ -309,7 +404,9 @@ public final class Parking implements AutoCloseable {
 
     private void summarize() {
         var parks = state.parks();
-        summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList());
+        long loadEnd = loadEnds.getOrDefault(new TopicPartition(topic.name(), partition), 0L);
+        long neededFrom = parks.stream().mapToLong(p -> p.offset() >= 0 ? p.offset() : loadEnd).min().orElse(-1);
+        summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList(), neededFrom);
     }
 
     /** Stops following the topic; the next activation reads it again (another process may have changed it). */

@@ -1,6 +1,7 @@
 package io.outboxrouter.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.outboxrouter.app.Router;
@@ -121,6 +122,114 @@ class ParkAggregateIT {
                     .containsExactly(a1.id(), a2.id(), a3.id(), a4.id(), a5.id(), a6.id());
             var ofB = kafka.all().stream().filter(r -> "b".equals(r.key())).map(KafkaEvents.Received::id).distinct().toList();
             assertThat(ofB).containsExactly(b1.id(), b2.id(), b3.id());
+        }
+    }
+
+    /**
+     * The parking topic deleted under a running router while an aggregate is parked, or its records deleted (as
+     * retention would): its held events are gone, so the router stops within seconds, naming the aggregate and the
+     * replay that publishes it again, and its next start refuses until the loss is accepted; accepted, the aggregate
+     * flows.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"topic", "records"})
+    void heldEventsDeletedWhileParkedStopTheRouterWithTheAggregatesToPublishAgain(String deleted) throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parklost"));
+        String topics = OutboxContract.unique("parklost");
+        String parkingTopic = topics + "-parked";
+        String yaml = "name: " + OutboxContract.unique("parklost-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
+        var file = dir.resolve("router.yaml");
+        Files.writeString(file, yaml);
+        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var a1 = TestEvent.of("Order", "a", 1);
+        var a2 = bad(TestEvent.of("Order", "a", 2));
+        var a3 = TestEvent.of("Order", "a", 3);
+        var a4 = TestEvent.of("Order", "a", 4);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), java.util.regex.Pattern.quote(topics) + "\\..*"); var c = db.connect();
+             var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()))) {
+            try (var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                for (var e : List.of(a1, a2, a3)) {
+                    db.insert(c, e);
+                    c.commit();
+                }
+                kafka.awaitIds(Set.of(a1.id()), Duration.ofSeconds(60));
+                await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked")
+                        .contains("1 event(s) held"));
+                if (deleted.equals("topic")) {
+                    admin.deleteTopics(List.of(parkingTopic)).all().get();
+                } else {
+                    var partition = new org.apache.kafka.common.TopicPartition(parkingTopic, 0);
+                    long end = admin.listOffsets(Map.of(partition, org.apache.kafka.clients.admin.OffsetSpec.latest())).all().get()
+                            .get(partition).offset();
+                    admin.deleteRecords(Map.of(partition, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(end))).all().get();
+                }
+                assertThatThrownBy(() -> router.completion().get(60, java.util.concurrent.TimeUnit.SECONDS))
+                        .hasMessageContaining(deleted.equals("topic") ? "the parking topic " + parkingTopic + " was deleted"
+                                : "the parking topic " + parkingTopic + " no longer holds partition 0 from offset 0")
+                        .hasMessageContaining("outbox-router replay --aggregate-id a").hasMessageContaining("--accept-gap");
+            }
+            assertThatThrownBy(() -> Router.start(config)).as("the loss is kept for the next start")
+                    .hasMessageContaining("the parking topic " + parkingTopic).hasMessageContaining("--accept-gap");
+            // The operator publishes a again (here: the row fixed, then the replay) and accepts the loss.
+            try (var st = c.prepareStatement("UPDATE public.outbox SET aggregatetype = 'Order' WHERE id = ?")) {
+                st.setObject(1, a2.id());
+                st.executeUpdate();
+            }
+            c.commit();
+            var replay = run(file, "replay", "--aggregate-id", "a");
+            assertThat(replay.code()).as(replay.out()).isZero();
+            kafka.awaitIds(Set.of(a2.id(), a3.id()), Duration.ofSeconds(60));
+            try (var router = Router.start(config, true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, a4);
+                c.commit();
+                kafka.awaitIds(Set.of(a4.id()), Duration.ofSeconds(60));
+                assertThat(list(file)).contains("No aggregate is parked");
+            }
+        }
+    }
+
+    /**
+     * The parking topic deleted while nothing is parked loses nothing: the router goes on, creates it again before its
+     * next batch, and parks into it.
+     */
+    @org.junit.jupiter.api.Test
+    void aParkingTopicDeletedWhileNothingIsParkedIsCreatedAgain() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkgone"));
+        String topics = OutboxContract.unique("parkgone");
+        String parkingTopic = topics + "-parked";
+        String yaml = "name: " + OutboxContract.unique("parkgone-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
+        var file = dir.resolve("router.yaml");
+        Files.writeString(file, yaml);
+        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var a1 = bad(TestEvent.of("Order", "a", 1));
+        var a2 = TestEvent.of("Order", "a", 2);
+        var b1 = TestEvent.of("Order", "b", 1);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), java.util.regex.Pattern.quote(topics) + "\\..*"); var c = db.connect();
+             var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()));
+             var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            admin.deleteTopics(List.of(parkingTopic)).all().get();
+            Thread.sleep(12_000); // past one look at the topic
+            assertThat(router.completion()).as("nothing was parked: nothing is lost").isNotDone();
+            for (var e : List.of(a1, a2, b1)) {
+                db.insert(c, e);
+                c.commit();
+            }
+            kafka.awaitIds(Set.of(b1.id()), Duration.ofSeconds(60));
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked")
+                    .contains("1 event(s) held"));
+            assertThat(admin.describeConfigs(List.of(new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, parkingTopic))).all().get().values().iterator().next()
+                    .get("retention.ms").value()).as("created again to keep held events").isEqualTo("-1");
+            assertThat(router.completion()).isNotDone();
         }
     }
 
