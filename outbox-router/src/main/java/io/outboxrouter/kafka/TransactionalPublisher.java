@@ -103,12 +103,15 @@ public final class TransactionalPublisher implements EventSink {
 
     private TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, int streams, Duration initialBackoff,
                                    RouterListener listener) {
-        this(streamName, transactionalId, kafka.offsetsTopic(),
-                () -> new KafkaProducer<>(producerConfig(kafka, streamName, transactionalId, streams)),
-                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
-                TopicProbe.of(producerConfig(kafka, streamName, transactionalId, streams)),
-                Integer.parseInt(producerConfig(kafka, streamName, transactionalId, streams).getProperty(
-                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)), streams);
+        this(streamName, transactionalId, kafka.offsetsTopic(), producerConfig(kafka, streamName, transactionalId, streams),
+                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener, streams);
+    }
+
+    private TransactionalPublisher(String streamName, String transactionalId, String offsetsTopic, Properties producerConfig, Retry retry,
+                                   RouterListener listener, int streams) {
+        this(streamName, transactionalId, offsetsTopic, () -> new KafkaProducer<>(producerConfig), retry, listener,
+                TopicProbe.of(producerConfig), Integer.parseInt(producerConfig.getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                        DEFAULT_MAX_REQUEST)), streams);
     }
 
     /** @param producers makes a transactional producer for each {@link #activate} ({@code MockProducer} in tests) */
