@@ -77,8 +77,13 @@ public final class ParkingTopic {
             }
             try {
                 var resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-                var retention = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
-                        .get(TopicConfig.RETENTION_MS_CONFIG);
+                var configs = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource);
+                var retention = configs.get(TopicConfig.RETENTION_MS_CONFIG);
+                var cleanup = configs.get(TopicConfig.CLEANUP_POLICY_CONFIG);
+                if (cleanup != null && cleanup.value().contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
+                    LOG.warn("The parking topic {} is compacted (cleanup.policy={}): compaction keeps one record per aggregate and loses "
+                            + "held events. Set cleanup.policy=delete on it", topic, cleanup.value());
+                }
                 if (retention != null && !"-1".equals(retention.value())) {
                     LOG.warn("The parking topic {} deletes records after {} ms (retention.ms): a park held longer loses its held events. "
                             + "Set retention.ms=-1 on it", topic, retention.value());

@@ -34,12 +34,9 @@ public final class Parking implements AutoCloseable {
     }
 
     /** What the status page and the metrics show; read from any thread. */
-    /**
-     * @param neededFrom the first offset of the stream's partition the parks depend on (their markers and held events);
-     *                   -1 when nothing is parked
-     */
-    public record Summary(int parked, Instant oldest, List<ParkedAggregates.Park> first, long neededFrom) {
-        static final Summary NONE = new Summary(0, null, List.of(), -1);
+    /** @param offsets every park's id, with its marker's offset (-1: written since the topic was read) */
+    public record Summary(int parked, Instant oldest, List<ParkedAggregates.Park> first, Map<String, Long> offsets) {
+        static final Summary NONE = new Summary(0, null, List.of(), Map.of());
     }
 
     /** What carries the requests out; returns whether one must wait (tried again a second later). */
@@ -70,6 +67,11 @@ public final class Parking implements AutoCloseable {
     private volatile boolean reload;
     /** Told when held events are lost from the topic: the stream stops, and the loss is kept for the next start. */
     private volatile java.util.function.Consumer<String> onLoss = problem -> LOG.error("{}", problem);
+    /** Where the follower saw this stream's park markers written since the topic was read, by park id. */
+    private final Map<String, Long> markerOffsets = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Looks at the topic that failed in a row (an outage), and whether the last look found a loss, to be confirmed. */
+    private int failedLooks;
+    private boolean suspected;
     /** How often the follower looks at the topic's id and first offsets. */
     private static final Duration WATCH_EVERY = Duration.ofSeconds(10);
 
@@ -143,6 +145,7 @@ public final class Parking implements AutoCloseable {
         }
         state = loaded;
         loadEnds = Map.copyOf(ends);
+        markerOffsets.clear();
         reload = false;
         run = UUID.randomUUID().toString();
         var parks = state.parks();
@@ -153,11 +156,13 @@ public final class Parking implements AutoCloseable {
         }
         var follow = topic.follow(ends);
         following = follow;
-        if (closes.get() != generation) {
-            stopFollowing();
-            throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
+        synchronized (this) { // with close: a close from another thread is never undone here
+            if (closes.get() != generation) {
+                stopFollowing();
+                throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
+            }
+            stale = false;
         }
-        stale = false;
         boolean waiting = !state.pendingRequests().isEmpty();
         var follower = new Thread(() -> follow(follow, requests, waiting), "parking-" + stream);
         follower.setDaemon(true);
@@ -174,12 +179,15 @@ public final class Parking implements AutoCloseable {
             while (!follow.stopped()) {
                 if (System.nanoTime() - nextWatch >= 0) {
                     nextWatch = System.nanoTime() + WATCH_EVERY.toNanos();
-                    if (!watch()) {
+                    if (!watch(follow)) {
                         return;
                     }
                 }
                 try {
                     for (var r : follow.poll(Duration.ofSeconds(1))) {
+                        if (r.action() == Action.PARK && stream.equals(r.stream()) && r.offset() >= 0) {
+                            markerOffsets.put(r.park(), r.offset());
+                        }
                         if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
                             LOG.info("Read a {} of aggregate {} (request {})", r.action().wire(), r.aggregate(), r.request());
                             arrived.add(r);
@@ -210,48 +218,80 @@ public final class Parking implements AutoCloseable {
     /**
      * Whether the topic still holds what the parks depend on. A topic deleted (or deleted and created again) while
      * nothing is parked loses nothing: it is read again before the next batch. Held events gone (the topic deleted, or
-     * records deleted by retention or by hand) stop the stream through {@link #onLoss}, naming the aggregates to publish
-     * again.
+     * records deleted by retention or by hand), seen on two looks in a row, stop the stream through {@link #onLoss},
+     * naming the aggregates to publish again.
      *
      * @return whether to go on following the topic
      */
-    private boolean watch() {
+    private boolean watch(ParkingTopic.Follower follow) {
         Optional<ParkingTopic.Kept> kept;
         try {
             kept = topic.kept();
+            failedLooks = 0;
         } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
-            LOG.debug("Could not look at the parking topic {}: {}", topic.name(), e.toString()); // an outage, not a change
+            if (++failedLooks == 3) {
+                LOG.warn("Cannot look at the parking topic {} ({}): a deletion of held events is not noticed until it can", topic.name(),
+                        e.getCause() == null ? e.toString() : e.getCause().toString());
+            }
             return true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
         }
+        if (follow.stopped() || stale) {
+            return false; // the stream stopped meanwhile: what this process saw is not its to report
+        }
         var s = summary;
-        String lost;
-        if (kept.isEmpty() || (loadedId != null && !loadedId.equals(kept.get().id()))) {
-            String what = kept.isEmpty() ? "was deleted" : "was deleted and created again";
-            if (s.parked() == 0) {
-                LOG.warn("The parking topic {} {} while nothing of stream {} was parked: nothing is lost; it is read again (and created "
-                        + "when missing) before the next batch", topic.name(), what, stream);
-                reload = true;
-                return false;
-            }
-            lost = "the parking topic " + topic.name() + " " + what + " while " + s.parked() + " aggregate(s) of stream " + stream
-                    + " were parked: their held events are gone from it";
-        } else if (s.neededFrom() >= 0 && kept.get().firstOffsets().getOrDefault(partition, 0L) > s.neededFrom()) {
-            lost = "the parking topic " + topic.name() + " no longer holds partition " + partition + " from offset " + s.neededFrom()
-                    + " (it starts at " + kept.get().firstOffsets().get(partition) + ": records deleted by retention.ms, retention.bytes "
-                    + "or by hand) while " + s.parked() + " aggregate(s) of stream " + stream + " were parked: held events are gone";
-        } else {
+        if (loadedId == null && kept.isPresent()) {
+            loadedId = kept.get().id(); // created just as it was read
+        }
+        var lost = lossIn(kept, s);
+        if (lost.isEmpty()) {
+            suspected = false;
             return true;
         }
-        var aggregates = s.first().stream().map(ParkedAggregates.Park::aggregate).toList();
-        onLoss.accept(lost + ". Parked: " + s.first().stream().map(p -> p.aggregate() + " (since " + p.since() + ", at " + p.position() + ")")
-                .toList() + (s.parked() > s.first().size() ? " and " + (s.parked() - s.first().size()) + " more (parked list)" : "")
-                + ". Publish each one's events again from the outbox table, in order, before starting again: "
-                + aggregates.stream().limit(3).map(a -> "outbox-router replay --aggregate-id " + a).toList()
-                + " (the events before the park are published again too); fix its bad row first, then start with --accept-gap");
+        if (s.parked() == 0) {
+            LOG.warn("The parking topic {} {} while nothing of stream {} was parked: nothing is lost; it is read again (and created "
+                    + "when missing) before the next batch", topic.name(), kept.isEmpty() ? "was deleted" : "was deleted and created again",
+                    stream);
+            reload = true;
+            return false;
+        }
+        if (!suspected) {
+            suspected = true; // confirmed on the next look: a broker's metadata may lag a moment
+            return true;
+        }
+        onLoss.accept(lost.get());
         return false;
+    }
+
+    /** What the parks lost, if anything, when the topic is as {@code kept} says. */
+    private Optional<String> lossIn(Optional<ParkingTopic.Kept> kept, Summary s) {
+        String lost;
+        if (kept.isEmpty() || (loadedId != null && !loadedId.equals(kept.get().id()))) {
+            lost = "the parking topic " + topic.name() + " " + (kept.isEmpty() ? "was deleted" : "was deleted and created again") + " while "
+                    + s.parked() + " aggregate(s) of stream " + stream + " were parked: their held events are gone from it";
+        } else {
+            long neededFrom = neededFrom(s);
+            long first = kept.get().firstOffsets().getOrDefault(partition, 0L);
+            if (neededFrom < 0 || first <= neededFrom) {
+                return Optional.empty();
+            }
+            lost = "the parking topic " + topic.name() + " no longer holds partition " + partition + " from offset " + neededFrom
+                    + " (it starts at " + first + ": records deleted by retention.ms, retention.bytes or by hand) while " + s.parked()
+                    + " aggregate(s) of stream " + stream + " were parked: held events are gone";
+        }
+        if (s.parked() == 0) {
+            return Optional.of(lost);
+        }
+        var aggregates = s.first().stream().map(ParkedAggregates.Park::aggregate).toList();
+        return Optional.of(lost + ". Parked: " + s.first().stream().map(p -> p.aggregate() + " (since " + p.since() + ", at "
+                + p.position() + ")").toList() + (s.parked() > s.first().size() ? " and " + (s.parked() - s.first().size())
+                + " more" : "") + ". Publish each one's events again from the outbox table, in order, before starting again: "
+                + aggregates.stream().limit(3).map(a -> "outbox-router replay --aggregate-id " + a).toList()
+                + (aggregates.size() > 3 ? " and so on" : "") + " (every row of the aggregate still in the table: the events before "
+                + "the park are published again too, and rows older than outbox.retention may be gone); fix its bad row first, then "
+                + "start with --accept-gap");
     }
 
     /** Where held events that are lost are reported: the stream stops, and the loss is kept for the next start. */
@@ -364,6 +404,22 @@ public final class Parking implements AutoCloseable {
         for (ParkingRecord r; (r = arrived.poll()) != null; ) {
             state.apply(r);
         }
+        if (!state.pendingRequests().isEmpty()) {
+            // A release publishes what the topic holds: not when held events are gone from it.
+            Optional<String> lost;
+            try {
+                lost = lossIn(topic.kept(), summary);
+            } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+                lost = Optional.empty(); // cannot look: the read below fails the same way, or finds what there is
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while looking at the parking topic " + topic.name(), e);
+            }
+            if (lost.isPresent() && summary.parked() > 0) {
+                onLoss.accept(lost.get());
+                throw new IllegalStateException(lost.get());
+            }
+        }
         var out = new ArrayList<Release>();
         for (var request : state.pendingRequests()) {
             var park = state.park(request.aggregate());
@@ -404,16 +460,30 @@ public final class Parking implements AutoCloseable {
 
     private void summarize() {
         var parks = state.parks();
+        var offsets = new java.util.HashMap<String, Long>();
+        parks.forEach(p -> offsets.put(p.id(), p.offset()));
+        summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList(),
+                Map.copyOf(offsets));
+    }
+
+    /**
+     * The first offset of the stream's partition the parks depend on (their markers, and the events held after them); -1
+     * when nothing is parked. A park written since the topic was read is where the follower saw its marker, or at least
+     * where the partition ended when the topic was read.
+     */
+    private long neededFrom(Summary s) {
         long loadEnd = loadEnds.getOrDefault(new TopicPartition(topic.name(), partition), 0L);
-        long neededFrom = parks.stream().mapToLong(p -> p.offset() >= 0 ? p.offset() : loadEnd).min().orElse(-1);
-        summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList(), neededFrom);
+        return s.offsets().entrySet().stream()
+                .mapToLong(e -> e.getValue() >= 0 ? e.getValue() : markerOffsets.getOrDefault(e.getKey(), loadEnd)).min().orElse(-1);
     }
 
     /** Stops following the topic; the next activation reads it again (another process may have changed it). */
     @Override
     public void close() {
-        stale = true;
-        closes.incrementAndGet();
+        synchronized (this) {
+            stale = true;
+            closes.incrementAndGet();
+        }
         stopFollowing();
     }
 

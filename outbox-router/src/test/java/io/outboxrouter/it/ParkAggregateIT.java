@@ -194,6 +194,63 @@ class ParkAggregateIT {
     }
 
     /**
+     * Records deleted from before every park's marker (a finished park's, as retention or an operator would) lose
+     * nothing: the router goes on, and the park made after them stays.
+     */
+    @org.junit.jupiter.api.Test
+    void recordsDeletedBeforeTheParksAreNoLoss() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkold"));
+        String topics = OutboxContract.unique("parkold");
+        String parkingTopic = topics + "-parked";
+        String yaml = "name: " + OutboxContract.unique("parkold-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
+        var file = dir.resolve("router.yaml");
+        Files.writeString(file, yaml);
+        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var partition = new org.apache.kafka.common.TopicPartition(parkingTopic, 0);
+        try (var c = db.connect(); var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()));
+             var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            for (var e : List.of(bad(TestEvent.of("Order", "a", 1)), TestEvent.of("Order", "a", 2))) {
+                db.insert(c, e);
+                c.commit();
+            }
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked").contains("1 event(s) held"));
+            var dropped = run(file, "parked", "drop", "a");
+            assertThat(dropped.code()).as(dropped.out()).isZero();
+            for (var e : List.of(bad(TestEvent.of("Order", "b", 1)), TestEvent.of("Order", "b", 2))) {
+                db.insert(c, e);
+                c.commit();
+            }
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("b  parked").contains("1 event(s) held"));
+            long bMarker = -1;
+            try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]>(Map.of("bootstrap.servers",
+                    OutboxContract.kafka(), "key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName(),
+                    "value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName()))) {
+                consumer.assign(List.of(partition));
+                consumer.seekToBeginning(List.of(partition));
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (bMarker < 0 && System.nanoTime() < deadline) {
+                    for (var r : consumer.poll(Duration.ofMillis(500))) {
+                        var action = r.headers().lastHeader("outbox-router.parking.action");
+                        if (bMarker < 0 && r.key() != null && new String(r.key(), StandardCharsets.UTF_8).equals("b") && action != null
+                                && new String(action.value(), StandardCharsets.UTF_8).equals("park")) {
+                            bMarker = r.offset();
+                        }
+                    }
+                }
+            }
+            assertThat(bMarker).as("b's park marker").isPositive();
+            admin.deleteRecords(Map.of(partition, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(bMarker))).all().get();
+            Thread.sleep(25_000); // two looks at the topic
+            assertThat(router.completion()).as("only a finished park's records were deleted").isNotDone();
+            assertThat(list(file)).contains("b  parked").contains("1 event(s) held");
+        }
+    }
+
+    /**
      * The parking topic deleted while nothing is parked loses nothing: the router goes on, creates it again before its
      * next batch, and parks into it.
      */
