@@ -40,8 +40,8 @@ final class BinlogDrift {
         String fromNow = "start from the current end of the binlog: the events committed ";
         String replay = " are not published (publish the rows still in the outbox table again with `replay`)";
         if (!stored.isEmpty()) {
-            String file = storedFile(stored);
-            String gtids = storedGtids(stored);
+            String file = storedField(stored, "file");
+            String gtids = storedField(stored, "gtids");
             var byGtid = gtids == null || gtids.isBlank() ? Optional.<Optional<Drift>>empty() : gtidDrift(config, gtids, fromNow, replay);
             if (byGtid.isPresent() && byGtid.get().isPresent()) {
                 return new Found(byGtid.get(), false);
@@ -169,19 +169,11 @@ final class BinlogDrift {
         return Optional.empty();
     }
 
-    private static String storedGtids(StoredPosition stored) {
+    /** A text field of the stored Debezium binlog offset ({@code file}, {@code gtids}); null when absent or unreadable. */
+    private static String storedField(StoredPosition stored, String field) {
         try {
-            var gtids = JSON.readTree(stored.value()).path("gtids");
-            return gtids.isTextual() ? gtids.asText() : null;
-        } catch (IOException e) {
-            return null;
-        }
-    }
-
-    private static String storedFile(StoredPosition stored) {
-        try {
-            var file = JSON.readTree(stored.value()).path("file");
-            return file.isTextual() ? file.asText() : null;
+            var value = JSON.readTree(stored.value()).path(field);
+            return value.isTextual() ? value.asText() : null;
         } catch (IOException e) {
             return null;
         }

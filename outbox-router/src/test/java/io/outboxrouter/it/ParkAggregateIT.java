@@ -134,16 +134,12 @@ class ParkAggregateIT {
     @ParameterizedTest
     @ValueSource(strings = {"topic", "records"})
     void heldEventsDeletedWhileParkedStopTheRouterWithTheAggregatesToPublishAgain(String deleted) throws Exception {
-        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parklost"));
-        String topics = OutboxContract.unique("parklost");
-        String parkingTopic = topics + "-parked";
-        String yaml = "name: " + OutboxContract.unique("parklost-router").replace('_', '-') + "\n" + db.sourceYaml()
-                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
-                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
-                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
-        var file = dir.resolve("router.yaml");
-        Files.writeString(file, yaml);
-        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var setup = parked("parklost");
+        var db = setup.db();
+        String topics = setup.topics();
+        String parkingTopic = setup.parkingTopic();
+        var file = setup.file();
+        RouterConfig config = setup.config();
         var a1 = TestEvent.of("Order", "a", 1);
         var a2 = bad(TestEvent.of("Order", "a", 2));
         var a3 = TestEvent.of("Order", "a", 3);
@@ -199,16 +195,11 @@ class ParkAggregateIT {
      */
     @org.junit.jupiter.api.Test
     void recordsDeletedBeforeTheParksAreNoLoss() throws Exception {
-        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkold"));
-        String topics = OutboxContract.unique("parkold");
-        String parkingTopic = topics + "-parked";
-        String yaml = "name: " + OutboxContract.unique("parkold-router").replace('_', '-') + "\n" + db.sourceYaml()
-                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
-                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
-                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
-        var file = dir.resolve("router.yaml");
-        Files.writeString(file, yaml);
-        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var setup = parked("parkold");
+        var db = setup.db();
+        String parkingTopic = setup.parkingTopic();
+        var file = setup.file();
+        RouterConfig config = setup.config();
         var partition = new org.apache.kafka.common.TopicPartition(parkingTopic, 0);
         try (var c = db.connect(); var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()));
              var router = Router.start(config)) {
@@ -256,16 +247,12 @@ class ParkAggregateIT {
      */
     @org.junit.jupiter.api.Test
     void aParkingTopicDeletedWhileNothingIsParkedIsCreatedAgain() throws Exception {
-        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkgone"));
-        String topics = OutboxContract.unique("parkgone");
-        String parkingTopic = topics + "-parked";
-        String yaml = "name: " + OutboxContract.unique("parkgone-router").replace('_', '-') + "\n" + db.sourceYaml()
-                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
-                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
-                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
-        var file = dir.resolve("router.yaml");
-        Files.writeString(file, yaml);
-        RouterConfig config = RouterConfigLoader.parse(yaml, Map.of());
+        var setup = parked("parkgone");
+        var db = setup.db();
+        String topics = setup.topics();
+        String parkingTopic = setup.parkingTopic();
+        var file = setup.file();
+        RouterConfig config = setup.config();
         var a1 = bad(TestEvent.of("Order", "a", 1));
         var a2 = TestEvent.of("Order", "a", 2);
         var b1 = TestEvent.of("Order", "b", 1);
@@ -439,6 +426,23 @@ class ParkAggregateIT {
                 router.close();
             }
         }
+    }
+
+    /** A Postgres outbox and a router config with park-aggregate, its own topics and parking topic. */
+    private record Parked(PostgresOutbox db, String topics, String parkingTopic, Path file, RouterConfig config) {
+    }
+
+    private Parked parked(String prefix) throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique(prefix));
+        String topics = OutboxContract.unique(prefix);
+        String parkingTopic = topics + "-parked";
+        String yaml = "name: " + OutboxContract.unique(prefix + "-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + parkingTopic + "\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  enabled: false\n";
+        var file = dir.resolve("router.yaml");
+        Files.writeString(file, yaml);
+        return new Parked(db, topics, parkingTopic, file, RouterConfigLoader.parse(yaml, Map.of()));
     }
 
     private record Result(int code, String out) {
