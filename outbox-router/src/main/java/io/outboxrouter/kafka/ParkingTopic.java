@@ -59,16 +59,17 @@ public final class ParkingTopic {
      * Creates the topic when missing (a partition per stream, nothing deleted by age or size); warns when it deletes by
      * age.
      *
-     * @return how many partitions it has
+     * @return how many partitions it has, and its id
      */
-    public int ensureExists(int partitions) throws ExecutionException, InterruptedException {
+    public Layout ensureExists(int partitions) throws ExecutionException, InterruptedException {
         try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
             if (!admin.listTopics().names().get().contains(topic)) {
                 try {
-                    admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()).configs(Map.of(
-                            TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1")))).all().get();
+                    var created = admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()).configs(Map.of(
+                            TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1"))));
+                    created.all().get();
                     LOG.info("Created the parking topic {} (unlimited retention)", topic);
-                    return partitions;
+                    return new Layout(partitions, created.topicId(topic).get());
                 } catch (ExecutionException e) {
                     if (!(e.getCause() instanceof TopicExistsException)) {
                         throw e;
@@ -93,8 +94,13 @@ public final class ParkingTopic {
                 LOG.warn("Could not read the parking topic {}'s retention.ms ({}): make sure it keeps records as long as a park may last",
                         topic, e.getCause() == null ? e.toString() : e.getCause().toString());
             }
-            return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size();
+            var description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            return new Layout(description.partitions().size(), description.topicId());
         }
+    }
+
+    /** The topic as {@link #ensureExists} found or made it: its partitions, and its id (another once deleted and created again). */
+    public record Layout(int partitions, Uuid id) {
     }
 
     /**

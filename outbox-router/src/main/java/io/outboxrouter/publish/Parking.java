@@ -110,11 +110,12 @@ public final class Parking implements AutoCloseable {
         long started = System.nanoTime();
         for (long backoff = 1_000; ; backoff = Math.min(backoff * 2, 30_000)) {
             try {
-                partitions = topic.ensureExists(shards);
+                var layout = topic.ensureExists(shards);
+                partitions = layout.partitions();
                 ends = topic.read(loaded::apply);
-                loadedId = topic.kept().map(ParkingTopic.Kept::id).orElse(null);
+                loadedId = layout.id();
                 break;
-            } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+            } catch (ExecutionException | RuntimeException e) {
                 if (closes.get() != generation) {
                     throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
                 }
