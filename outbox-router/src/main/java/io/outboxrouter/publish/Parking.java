@@ -12,9 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,19 +57,11 @@ public final class Parking implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong closes = new java.util.concurrent.atomic.AtomicLong();
     private final ConcurrentLinkedQueue<ParkingRecord> arrived = new ConcurrentLinkedQueue<>();
     private volatile Summary summary = Summary.NONE;
-    /** Where each partition ended when the topic was read: a park written since has its marker after it. */
-    private volatile Map<TopicPartition, Long> loadEnds = Map.of();
-    /** The topic's id when it was read: another one means it was deleted and created again. */
-    private volatile org.apache.kafka.common.Uuid loadedId;
+    private final ParkingWatch watch;
     /** The topic went away while nothing was parked: read it again (creating it) before the next batch. */
     private volatile boolean reload;
     /** Told when held events are lost from the topic: the stream stops, and the loss is kept for the next start. */
     private volatile java.util.function.Consumer<String> onLoss = problem -> LOG.error("{}", problem);
-    /** Where the follower saw this stream's park markers written since the topic was read, by park id. */
-    private final Map<String, Long> markerOffsets = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Looks at the topic that failed in a row (an outage), and whether the last look found a loss, to be confirmed. */
-    private int failedLooks;
-    private boolean suspected;
     /** How often the follower looks at the topic's id and first offsets. */
     private static final Duration WATCH_EVERY = Duration.ofSeconds(10);
 
@@ -81,6 +71,7 @@ public final class Parking implements AutoCloseable {
         this.stream = stream;
         this.partition = shard;
         this.shards = Math.max(1, shards);
+        this.watch = new ParkingWatch(topic, stream, shard);
     }
 
     String topic() {
@@ -104,49 +95,10 @@ public final class Parking implements AutoCloseable {
         stopFollowing();
         arrived.clear();
         long generation = closes.get();
-        var loaded = new ParkedAggregates(stream);
-        Map<TopicPartition, Long> ends;
-        int partitions;
-        long started = System.nanoTime();
-        for (long backoff = 1_000; ; backoff = Math.min(backoff * 2, 30_000)) {
-            try {
-                var layout = topic.ensureExists(shards);
-                partitions = layout.partitions();
-                ends = topic.read(loaded::apply);
-                loadedId = layout.id();
-                break;
-            } catch (ExecutionException | RuntimeException e) {
-                if (closes.get() != generation) {
-                    throw new IllegalStateException("the stream stopped while reading the parking topic " + topic.name());
-                }
-                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-                boolean givingUp = !topic.giveUpAfter().isZero() && System.nanoTime() - started > topic.giveUpAfter().toNanos();
-                if (givingUp || cause instanceof org.apache.kafka.common.errors.AuthorizationException) {
-                    throw new IllegalStateException("cannot read the parking topic " + topic.name() + " (routing.dead-letters.parking-topic): "
-                            + cause.getMessage(), cause);
-                }
-                LOG.warn("Cannot read the parking topic {} yet ({}); trying again in {} s (kafka.give-up-after)", topic.name(),
-                        cause.toString(), backoff / 1000);
-                loaded = new ParkedAggregates(stream);
-                Thread.sleep(backoff);
-            }
-        }
-        String router = routerOf(stream);
-        var others = loaded.streams().stream().filter(s -> !routerOf(s).equals(router)).toList();
-        if (!others.isEmpty()) {
-            throw new IllegalStateException("the parking topic " + topic.name() + " holds the parks of another router too (" + others
-                    + "): a router's parking topic must be its own, or another router's open Kafka transactions hide held events "
-                    + "from it. Set routing.dead-letters.parking-topic to a topic of this router's (the default is "
-                    + io.outboxrouter.config.RouterConfigLoader.parkingTopicOf(router) + ")");
-        }
-        if (partitions < shards) {
-            throw new IllegalStateException("the parking topic " + topic.name() + " has " + partitions + " partition(s), fewer than the "
-                    + shards + " shards: each shard writes its own, so that another shard's open Kafka transaction never hides a "
-                    + "held event from it. Fix: kafka-topics.sh --alter --topic " + topic.name() + " --partitions " + shards);
-        }
-        state = loaded;
-        loadEnds = Map.copyOf(ends);
-        markerOffsets.clear();
+        var loaded = ParkingLoad.read(topic, stream, shards, () -> closes.get() != generation);
+        var ends = loaded.ends();
+        state = loaded.parked();
+        watch.loaded(loaded.id(), ends);
         reload = false;
         run = UUID.randomUUID().toString();
         var parks = state.parks();
@@ -180,14 +132,18 @@ public final class Parking implements AutoCloseable {
             while (!follow.stopped()) {
                 if (System.nanoTime() - nextWatch >= 0) {
                     nextWatch = System.nanoTime() + WATCH_EVERY.toNanos();
-                    if (!watch(follow)) {
+                    var look = watch.look(summary, () -> follow.stopped() || stale, onLoss);
+                    if (look == ParkingWatch.Look.GONE_WITH_NOTHING_PARKED) {
+                        reload = true;
+                    }
+                    if (look != ParkingWatch.Look.FINE) {
                         return;
                     }
                 }
                 try {
                     for (var r : follow.poll(Duration.ofSeconds(1))) {
                         if (r.action() == Action.PARK && stream.equals(r.stream()) && r.offset() >= 0) {
-                            markerOffsets.put(r.park(), r.offset());
+                            watch.markerSeen(r.park(), r.offset());
                         }
                         if (r.action() == Action.RELEASE_REQUEST || r.action() == Action.DROP_REQUEST) {
                             LOG.info("Read a {} of aggregate {} (request {})", r.action().wire(), r.aggregate(), r.request());
@@ -216,85 +172,6 @@ public final class Parking implements AutoCloseable {
         }
     }
 
-    /**
-     * Whether the topic still holds what the parks depend on. A topic deleted (or deleted and created again) while
-     * nothing is parked loses nothing: it is read again before the next batch. Held events gone (the topic deleted, or
-     * records deleted by retention or by hand), seen on two looks in a row, stop the stream through {@link #onLoss},
-     * naming the aggregates to publish again.
-     *
-     * @return whether to go on following the topic
-     */
-    private boolean watch(ParkingTopic.Follower follow) {
-        Optional<ParkingTopic.Kept> kept;
-        try {
-            kept = topic.kept();
-            failedLooks = 0;
-        } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
-            if (++failedLooks == 3) {
-                LOG.warn("Cannot look at the parking topic {} ({}): a deletion of held events is not noticed until it can", topic.name(),
-                        e.getCause() == null ? e.toString() : e.getCause().toString());
-            }
-            return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
-        if (follow.stopped() || stale) {
-            return false; // the stream stopped meanwhile: what this process saw is not its to report
-        }
-        var s = summary;
-        if (loadedId == null && kept.isPresent()) {
-            loadedId = kept.get().id(); // created just as it was read
-        }
-        var lost = lossIn(kept, s);
-        if (lost.isEmpty()) {
-            suspected = false;
-            return true;
-        }
-        if (s.parked() == 0) {
-            LOG.warn("The parking topic {} {} while nothing of stream {} was parked: nothing is lost; it is read again (and created "
-                    + "when missing) before the next batch", topic.name(), kept.isEmpty() ? "was deleted" : "was deleted and created again",
-                    stream);
-            reload = true;
-            return false;
-        }
-        if (!suspected) {
-            suspected = true; // confirmed on the next look: a broker's metadata may lag a moment
-            return true;
-        }
-        onLoss.accept(lost.get());
-        return false;
-    }
-
-    /** What the parks lost, if anything, when the topic is as {@code kept} says. */
-    private Optional<String> lossIn(Optional<ParkingTopic.Kept> kept, Summary s) {
-        String lost;
-        if (kept.isEmpty() || (loadedId != null && !loadedId.equals(kept.get().id()))) {
-            lost = "the parking topic " + topic.name() + " " + (kept.isEmpty() ? "was deleted" : "was deleted and created again") + " while "
-                    + s.parked() + " aggregate(s) of stream " + stream + " were parked: their held events are gone from it";
-        } else {
-            long neededFrom = neededFrom(s);
-            long first = kept.get().firstOffsets().getOrDefault(partition, 0L);
-            if (neededFrom < 0 || first <= neededFrom) {
-                return Optional.empty();
-            }
-            lost = "the parking topic " + topic.name() + " no longer holds partition " + partition + " from offset " + neededFrom
-                    + " (it starts at " + first + ": records deleted by retention.ms, retention.bytes or by hand) while " + s.parked()
-                    + " aggregate(s) of stream " + stream + " were parked: held events are gone";
-        }
-        if (s.parked() == 0) {
-            return Optional.of(lost);
-        }
-        var aggregates = s.first().stream().map(ParkedAggregates.Park::aggregate).toList();
-        return Optional.of(lost + ". Parked: " + s.first().stream().map(p -> p.aggregate() + " (since " + p.since() + ", at "
-                + p.position() + ")").toList() + (s.parked() > s.first().size() ? " and " + (s.parked() - s.first().size())
-                + " more" : "") + ". Publish each one's events again from the outbox table, in order, before starting again: "
-                + aggregates.stream().limit(3).map(a -> "outbox-router replay --aggregate-id " + a).toList()
-                + (aggregates.size() > 3 ? " and so on" : "") + " (every row of the aggregate still in the table: the events before "
-                + "the park are published again too, and rows older than outbox.retention may be gone); fix its bad row first, then "
-                + "start with --accept-gap");
-    }
-
     /** Where held events that are lost are reported: the stream stops, and the loss is kept for the next start. */
     void onLoss(java.util.function.Consumer<String> onLoss) {
         this.onLoss = onLoss;
@@ -309,10 +186,9 @@ public final class Parking implements AutoCloseable {
             return;
         }
         if (summary.parked() > 0) {
+            var aggregates = summary.first().stream().map(ParkedAggregates.Park::aggregate).toList();
             String problem = "the parking topic " + topic.name() + " went away while aggregate(s) of stream " + stream + " were being "
-                    + "parked (" + summary.first().stream().map(ParkedAggregates.Park::aggregate).toList() + "): their held events may "
-                    + "be gone. Publish each one's events again from the outbox table before starting again (outbox-router replay "
-                    + "--aggregate-id <aggregate>), then start with --accept-gap";
+                    + "parked (" + aggregates + "): their held events may be gone. " + ParkingWatch.publishAgain(aggregates);
             onLoss.accept(problem);
             throw new IllegalStateException(problem);
         }
@@ -325,11 +201,6 @@ public final class Parking implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-    }
-
-    /** The router a stream belongs to: its own name, or a shard's without the shard suffix. */
-    static String routerOf(String stream) {
-        return stream.replaceFirst("-shard-\\d+-of-\\d+$", "");
     }
 
     /** The park an event of this aggregate is held by, if any. */
@@ -407,16 +278,8 @@ public final class Parking implements AutoCloseable {
         }
         if (!state.pendingRequests().isEmpty()) {
             // A release publishes what the topic holds: not when held events are gone from it.
-            Optional<String> lost;
-            try {
-                lost = lossIn(topic.kept(), summary);
-            } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
-                lost = Optional.empty(); // cannot look: the read below fails the same way, or finds what there is
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while looking at the parking topic " + topic.name(), e);
-            }
-            if (lost.isPresent() && summary.parked() > 0) {
+            var lost = watch.lossBeforeRelease(summary);
+            if (lost.isPresent()) {
                 onLoss.accept(lost.get());
                 throw new IllegalStateException(lost.get());
             }
@@ -465,17 +328,6 @@ public final class Parking implements AutoCloseable {
         parks.forEach(p -> offsets.put(p.id(), p.offset()));
         summary = new Summary(parks.size(), parks.isEmpty() ? null : parks.get(0).since(), parks.stream().limit(20).toList(),
                 Map.copyOf(offsets));
-    }
-
-    /**
-     * The first offset of the stream's partition the parks depend on (their markers, and the events held after them); -1
-     * when nothing is parked. A park written since the topic was read is where the follower saw its marker, or at least
-     * where the partition ended when the topic was read.
-     */
-    private long neededFrom(Summary s) {
-        long loadEnd = loadEnds.getOrDefault(new TopicPartition(topic.name(), partition), 0L);
-        return s.offsets().entrySet().stream()
-                .mapToLong(e -> e.getValue() >= 0 ? e.getValue() : markerOffsets.getOrDefault(e.getKey(), loadEnd)).min().orElse(-1);
     }
 
     /** Stops following the topic; the next activation reads it again (another process may have changed it). */
