@@ -1,6 +1,7 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.OffsetsTopic;
 import io.outboxrouter.kafka.TransactionalPublisher;
@@ -36,8 +37,8 @@ final class ExactlyOnceResume {
         var topic = new OffsetsTopic(config.kafka());
         try {
             var token = SourceToken.of(config, table, topic, acceptForeign, shardIndex);
-            var transactional = new TransactionalPublisher(config.kafka(), config.name(), config.source().streamsInProcess(),
-                    Duration.ofMillis(200), metrics);
+            var transactional = TransactionalPublisher.of(config.kafka(), config.name(), KafkaConfig.transactionalId(config.name()),
+                    config.source().streamsInProcess(), Duration.ofMillis(200), metrics);
             install.accept(transactional);
             transactional.activate();
             int shards = config.source().postgres().shards();

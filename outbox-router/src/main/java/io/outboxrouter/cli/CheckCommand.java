@@ -5,7 +5,7 @@ import io.outboxrouter.cdc.Check;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
-import io.outboxrouter.kafka.TransactionalPublisher;
+import io.outboxrouter.kafka.ProducerSettings;
 import io.outboxrouter.offsets.OffsetStoreException;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
@@ -141,7 +141,7 @@ final class CheckCommand implements Callable<Integer> {
                     + minIsr + " on " + brokers + " broker(s)"));
         }
         long maxTimeout = intValue(broker, "transaction.max.timeout.ms", 900_000);
-        long timeout = Long.parseLong(TransactionalPublisher.producerConfig(c.kafka(), "check", "check")
+        long timeout = Long.parseLong(ProducerSettings.transactional(c.kafka(), "check", "check")
                 .getProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG));
         if (timeout > maxTimeout) {
             checks.add(Check.fail("transaction timeout", "the router's transaction.timeout.ms is " + timeout + " but the brokers allow at "
@@ -152,7 +152,7 @@ final class CheckCommand implements Callable<Integer> {
                     + maxTimeout / 1000 + " s): the longest a source transaction may take to stream"));
         }
         String probe = KafkaConfig.transactionalId(c.name()) + ".check";
-        var producerConfig = TransactionalPublisher.producerConfig(c.kafka(), "outbox-router-check", probe);
+        var producerConfig = ProducerSettings.transactional(c.kafka(), "outbox-router-check", probe);
         producerConfig.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis()));
         try (var producer = new KafkaProducer<>(producerConfig, new ByteArraySerializer(), new ByteArraySerializer())) {
             producer.initTransactions();

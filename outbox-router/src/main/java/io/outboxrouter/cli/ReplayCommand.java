@@ -155,7 +155,7 @@ final class ReplayCommand implements Callable<Integer> {
         if (!c.kafka().exactlyOnce()) {
             return new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE);
         }
-        var transactional = new TransactionalPublisher(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay",
+        var transactional = TransactionalPublisher.of(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay", 1,
                 Duration.ofMillis(200), RouterListener.NONE);
         try {
             transactional.activate();

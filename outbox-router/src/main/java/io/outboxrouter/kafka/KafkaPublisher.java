@@ -17,7 +17,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.config.ConfigException;
@@ -27,7 +26,6 @@ import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,7 +39,6 @@ import org.slf4j.LoggerFactory;
 public final class KafkaPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
-    private static final String DEFAULT_MAX_REQUEST = "1048576";
     /** More than Kafka's record and batch overhead, so that a record this check passes is not refused by the producer. */
     private static final int RECORD_OVERHEAD_BYTES = 128;
 
@@ -61,10 +58,13 @@ public final class KafkaPublisher implements EventSink {
 
     /** @param streams how many streams of the router share this process's heap (a sharded router's): each producer takes its share */
     public KafkaPublisher(KafkaConfig kafka, String clientId, int streams, Duration initialBackoff, RouterListener listener) {
-        this(() -> new KafkaProducer<>(producerConfig(kafka, clientId, streams)),
-                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener,
-                TopicProbe.of(producerConfig(kafka, clientId, streams)), Integer.parseInt(producerConfig(kafka, clientId, streams)
-                        .getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)));
+        this(ProducerSettings.atLeastOnce(kafka, clientId, streams), new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()),
+                listener);
+    }
+
+    private KafkaPublisher(Properties producerConfig, Retry retry, RouterListener listener) {
+        this(() -> new KafkaProducer<>(producerConfig), retry, listener, TopicProbe.of(producerConfig),
+                ProducerSettings.maxRequestBytes(producerConfig));
     }
 
     /**
@@ -72,7 +72,7 @@ public final class KafkaPublisher implements EventSink {
      * @param probe     asked, after sends timed out waiting for metadata, whether their topics can ever be written
      */
     public KafkaPublisher(Supplier<Producer<byte[], byte[]>> producers, Retry retry, RouterListener listener, TopicProbe probe) {
-        this(producers, retry, listener, probe, Integer.parseInt(DEFAULT_MAX_REQUEST));
+        this(producers, retry, listener, probe, Integer.parseInt(ProducerSettings.DEFAULT_MAX_REQUEST));
     }
 
     /** @param maxRequestBytes the producer's {@code max.request.size}: a larger record is refused before it is sent */
@@ -91,44 +91,6 @@ public final class KafkaPublisher implements EventSink {
         UnwritableTopicException(String message, Throwable cause) {
             super(message, cause);
         }
-    }
-
-    static Properties producerConfig(KafkaConfig kafka, String clientId) {
-        return producerConfig(kafka, clientId, 1);
-    }
-
-    static Properties producerConfig(KafkaConfig kafka, String clientId, int streams) {
-        var p = new Properties();
-        // Every send of a batch ends with a flush (a transaction's commit flushes too), which sends what lingers at once:
-        // linger costs no latency, and spares the sender thread from shipping each partition's first records alone
-        // while the rest are still being appended, and allocates fewer of lz4's per-batch buffers.
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "20");
-        p.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144");
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
-        p.putAll(kafka.producer());
-        // Kafka's default is 32 MB, a quarter of a small heap, and a producer never gives back what it once took; a record
-        // larger than the buffer is refused, so it holds at least two of the largest.
-        p.putIfAbsent(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(defaultBufferMemory(streams),
-                2 * Long.parseLong(p.getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_MAX_REQUEST)))));
-        // Not overridable (the config loader refuses other values): the delivery guarantees depend on them.
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.putIfAbsent(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        return p;
-    }
-
-    /**
-     * The producer's buffer unless {@code kafka.producer.buffer.memory} says otherwise: an eighth of the heap, at most
-     * 32 MB, shared by the streams of one process.
-     */
-    static long defaultBufferMemory(int streams) {
-        return Math.max(4L << 20, Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 8) / Math.max(1, streams));
     }
 
     @Override

@@ -43,7 +43,7 @@ public final class OffsetsTopic {
     public OffsetsTopic(KafkaConfig kafka) {
         this.kafka = kafka;
         this.topic = kafka.offsetsTopic();
-        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-offsets");
+        this.clientConfig = ProducerSettings.atLeastOnce(kafka, "outbox-router-offsets");
     }
 
     public String name() {
@@ -187,7 +187,7 @@ public final class OffsetsTopic {
     public void write(String streamName, int shardIndex, int shards, Map<String, String> entries) throws ExecutionException,
             InterruptedException, java.util.concurrent.TimeoutException {
         int partition = partitionOf(shardIndex, ensureExists(shards));
-        var config = TransactionalPublisher.producerConfig(kafka, "outbox-router-offsets", KafkaConfig.transactionalId(streamName));
+        var config = ProducerSettings.transactional(kafka, "outbox-router-offsets", KafkaConfig.transactionalId(streamName));
         try (var producer = new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
             producer.initTransactions();
             producer.beginTransaction();

@@ -41,7 +41,7 @@ public final class ParkingTopic {
     private final Duration giveUpAfter;
 
     public ParkingTopic(KafkaConfig kafka, String topic) {
-        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-parking");
+        this.clientConfig = ProducerSettings.atLeastOnce(kafka, "outbox-router-parking");
         this.topic = topic;
         this.giveUpAfter = kafka.giveUpAfter();
     }

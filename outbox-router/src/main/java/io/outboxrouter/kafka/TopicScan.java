@@ -42,7 +42,7 @@ public final class TopicScan {
     private final Properties clientConfig;
 
     public TopicScan(KafkaConfig kafka) {
-        this.clientConfig = KafkaPublisher.producerConfig(kafka, "outbox-router-audit");
+        this.clientConfig = ProducerSettings.atLeastOnce(kafka, "outbox-router-audit");
     }
 
     /** The topics whose names match, sorted. */

@@ -13,11 +13,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.TimeoutException;
@@ -41,7 +39,6 @@ import org.slf4j.LoggerFactory;
 public final class TransactionalPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionalPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
-    private static final String DEFAULT_MAX_REQUEST = "1048576";
 
     /** This process no longer owns the stream's transactional id: another one started it, or its transaction timed out. */
     public static final class FencedOutException extends KafkaException {
@@ -58,11 +55,10 @@ public final class TransactionalPublisher implements EventSink {
     private final RouterListener listener;
     private final TransactionFailures failures;
     private final int maxRequestBytes;
-    private Producer<byte[], byte[]> producer;
+    /** The producer made by the last {@link #activate}; null before it and after a close. */
+    private ProducerTransaction transaction;
     /** The offsets topic's partition this stream commits its position to: its own, so no other stream's transaction hides it. */
     private volatile Integer offsetsPartition;
-    private boolean inTransaction;
-    private long transactionStarted;
     /**
      * Commits refused in a row for an old producer epoch. The first may be the coordinator having aborted a transaction
      * that outlived transaction.timeout.ms: the producer recovers its epoch when it aborts, and the records are sent again.
@@ -83,35 +79,18 @@ public final class TransactionalPublisher implements EventSink {
     private final TransactionSends sends;
 
     /**
-     * @param streamName the stream (router or shard) name: the engine name in the offsets topic's keys, and its
-     *                   {@code transactional.id} ({@link KafkaConfig#transactionalId})
+     * A publisher with producers made from the configuration.
+     *
+     * @param streamName      the stream (router or shard) name: the engine name in the offsets topic's keys
+     * @param transactionalId the producer's id: the stream's ({@link KafkaConfig#transactionalId}), or a replay's
+     * @param streams         how many streams of the router share this process's heap (a sharded router's): each takes its share
      */
-    public TransactionalPublisher(KafkaConfig kafka, String streamName, Duration initialBackoff, RouterListener listener) {
-        this(kafka, streamName, 1, initialBackoff, listener);
-    }
-
-    /** @param streams how many streams of the router share this process's heap (a sharded router's): each takes its share */
-    public TransactionalPublisher(KafkaConfig kafka, String streamName, int streams, Duration initialBackoff, RouterListener listener) {
-        this(kafka, streamName, KafkaConfig.transactionalId(streamName), streams, initialBackoff, listener);
-    }
-
-    /** @param transactionalId another id than the stream's (a replay's: {@code outbox-router.<name>.replay}) */
-    public TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, Duration initialBackoff,
-                                  RouterListener listener) {
-        this(kafka, streamName, transactionalId, 1, initialBackoff, listener);
-    }
-
-    private TransactionalPublisher(KafkaConfig kafka, String streamName, String transactionalId, int streams, Duration initialBackoff,
-                                   RouterListener listener) {
-        this(streamName, transactionalId, kafka.offsetsTopic(), producerConfig(kafka, streamName, transactionalId, streams),
-                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener, streams);
-    }
-
-    private TransactionalPublisher(String streamName, String transactionalId, String offsetsTopic, Properties producerConfig, Retry retry,
-                                   RouterListener listener, int streams) {
-        this(streamName, transactionalId, offsetsTopic, () -> new KafkaProducer<>(producerConfig), retry, listener,
-                TopicProbe.of(producerConfig), Integer.parseInt(producerConfig.getProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-                        DEFAULT_MAX_REQUEST)), streams);
+    public static TransactionalPublisher of(KafkaConfig kafka, String streamName, String transactionalId, int streams,
+                                            Duration initialBackoff, RouterListener listener) {
+        var producerConfig = ProducerSettings.transactional(kafka, streamName, transactionalId, streams);
+        return new TransactionalPublisher(streamName, transactionalId, kafka.offsetsTopic(), () -> new KafkaProducer<>(producerConfig),
+                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener, TopicProbe.of(producerConfig),
+                ProducerSettings.maxRequestBytes(producerConfig), streams);
     }
 
     /** @param producers makes a transactional producer for each {@link #activate} ({@code MockProducer} in tests) */
@@ -134,25 +113,6 @@ public final class TransactionalPublisher implements EventSink {
         this.maxRequestBytes = maxRequestBytes;
         this.resend = new ResendBuffer(Runtime.getRuntime().maxMemory() / 16 / Math.max(1, streams), transactionalId);
         this.failures = new TransactionFailures(streamName, transactionalId, offsetsTopic);
-    }
-
-    /**
-     * How long a Kafka transaction may stay open before the coordinator aborts it, unless {@code kafka.producer} says
-     * otherwise: a source transaction is one Kafka transaction however long it takes to stream (a COPY of millions of
-     * rows, a Kafka outage while one is open), so the brokers' default ceiling ({@code transaction.max.timeout.ms}).
-     */
-    public static final String DEFAULT_TRANSACTION_TIMEOUT_MS = "900000";
-
-    /** The producer settings of a transactional stream: the at-least-once ones, with its transactional id. */
-    public static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId) {
-        return producerConfig(kafka, clientId, transactionalId, 1);
-    }
-
-    static Properties producerConfig(KafkaConfig kafka, String clientId, String transactionalId, int streams) {
-        var p = KafkaPublisher.producerConfig(kafka, clientId, streams);
-        p.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, DEFAULT_TRANSACTION_TIMEOUT_MS);
-        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-        return p;
     }
 
     public String transactionalId() {
@@ -203,7 +163,7 @@ public final class TransactionalPublisher implements EventSink {
                         }
                         throw failures.classify(e);
                     }
-                    producer = p;
+                    transaction = new ProducerTransaction(p, transactionalId);
                     sends.newProducer();
                     return null;
                 });
@@ -226,8 +186,8 @@ public final class TransactionalPublisher implements EventSink {
             keep(record);
             if (failed == null) {
                 try {
-                    begin();
-                    sends.send(producer, record, partitionCounts);
+                    transaction.begin();
+                    sends.send(transaction.producer(), record, partitionCounts);
                 } catch (org.apache.kafka.common.errors.InterruptException e) {
                     throw e; // a stop, not a failed transaction
                 } catch (KafkaException e) {
@@ -251,10 +211,9 @@ public final class TransactionalPublisher implements EventSink {
         // Nothing more goes into this producer's transactions: a commit now would store a position past aborted records.
         stopped = new UnrecoverableException("the transactional producer of " + transactionalId + " stopped after a failed "
                 + "transaction it could not send again", cause);
-        if (inTransaction) {
+        if (transaction.open()) {
             try {
-                producer.abortTransaction();
-                inTransaction = false;
+                transaction.abort();
                 listener.kafkaTransaction(false);
             } catch (RuntimeException e) {
                 LOG.debug("Aborting the failed transaction of {}: {}", transactionalId, e.getMessage());
@@ -281,9 +240,9 @@ public final class TransactionalPublisher implements EventSink {
         retry.call("commit a Kafka transaction of " + sent + " records", TransactionFailures::isRetryable, LOG,
                 (operation, attempt, cause) -> {
                     listener.retrying("kafka_publish", cause);
-                    if (inTransaction) {
+                    if (transaction.open()) {
                         LOG.warn("The Kafka transaction of {} has been open for {} s (transaction.timeout.ms ends it on the broker)",
-                                transactionalId, (System.nanoTime() - transactionStarted) / 1_000_000_000);
+                                transactionalId, transaction.openFor().toSeconds());
                     }
                 }, () -> {
                     attemptCommit(offset);
@@ -298,15 +257,14 @@ public final class TransactionalPublisher implements EventSink {
                 if (failed != null) {
                     abortAndResend();
                 }
-                begin();
+                transaction.begin();
                 if (offset != null) {
-                    sends.send(producer, offset, new HashMap<>());
+                    sends.send(transaction.producer(), offset, new HashMap<>());
                 }
             }
             commitPending = true;
-            producer.commitTransaction(); // flushes; fails when a record of the transaction failed
+            transaction.commit();
             commitPending = false;
-            inTransaction = false;
             listener.kafkaTransaction(true);
         } catch (org.apache.kafka.common.errors.InterruptException e) {
             // Interrupted while committing (a stop): like a timeout, the commit may have gone through; the stream stops.
@@ -338,9 +296,9 @@ public final class TransactionalPublisher implements EventSink {
 
     /** Aborts the failed transaction and sends its records again, in order, in a new one. */
     private void abortAndResend() {
-        if (inTransaction) {
+        if (transaction.open()) {
             try {
-                producer.abortTransaction();
+                transaction.abort();
             } catch (TimeoutException e) {
                 throw e; // still failed; the next attempt aborts again
             } catch (KafkaException e) {
@@ -349,7 +307,6 @@ public final class TransactionalPublisher implements EventSink {
                         + transactionalId + " cannot go on (" + Retry.describe(e) + "): the stream stops; started again, it "
                         + "resumes from the position committed last", e);
             }
-            inTransaction = false;
             listener.kafkaTransaction(false);
         }
         if (!resend.resendable()) {
@@ -358,23 +315,15 @@ public final class TransactionalPublisher implements EventSink {
         LOG.info("Sending the {} records of an aborted Kafka transaction again in a new one", resend.records().size());
         failed = null;
         sends.clear();
-        begin();
+        transaction.begin();
         var partitionCounts = new HashMap<String, Integer>();
         for (var record : resend.records()) {
-            sends.send(producer, record, partitionCounts);
-        }
-    }
-
-    private void begin() {
-        if (!inTransaction) {
-            producer.beginTransaction();
-            inTransaction = true;
-            transactionStarted = System.nanoTime();
+            sends.send(transaction.producer(), record, partitionCounts);
         }
     }
 
     private void requireActive() {
-        if (producer == null) {
+        if (transaction == null) {
             throw new IllegalStateException("the transactional publisher of " + streamName + " is not activated");
         }
         if (stopped != null) {
@@ -398,22 +347,9 @@ public final class TransactionalPublisher implements EventSink {
     }
 
     private void closeProducer(Duration timeout) {
-        if (producer == null) {
-            return;
+        if (transaction != null) {
+            transaction.close(timeout);
+            transaction = null;
         }
-        if (inTransaction && !timeout.isZero()) {
-            try {
-                producer.abortTransaction();
-            } catch (RuntimeException e) {
-                LOG.debug("Aborting the open transaction of {} on close: {}", transactionalId, e.getMessage());
-            }
-        }
-        try {
-            producer.close(timeout);
-        } catch (RuntimeException e) {
-            LOG.warn("Kafka producer {} did not close cleanly: {}", transactionalId, e.getMessage());
-        }
-        producer = null;
-        inTransaction = false;
     }
 }

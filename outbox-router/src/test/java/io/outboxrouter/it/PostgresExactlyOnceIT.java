@@ -8,6 +8,7 @@ import ch.qos.logback.core.read.ListAppender;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.cdc.SourcePosition;
+import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.RouterConfigLoader;
 import io.outboxrouter.kafka.OffsetsTopic;
@@ -139,8 +140,8 @@ class PostgresExactlyOnceIT {
         String stream = routerName("zombie");
         String topic = OutboxContract.unique("zombie");
         var position = new SourcePosition(Map.of("server", stream), Map.of("lsn", 1L));
-        try (var first = new TransactionalPublisher(kafka, stream, Duration.ofMillis(50), RouterListener.NONE);
-             var second = new TransactionalPublisher(kafka, stream, Duration.ofMillis(50), RouterListener.NONE);
+        try (var first = TransactionalPublisher.of(kafka, stream, KafkaConfig.transactionalId(stream), 1, Duration.ofMillis(50), RouterListener.NONE);
+             var second = TransactionalPublisher.of(kafka, stream, KafkaConfig.transactionalId(stream), 1, Duration.ofMillis(50), RouterListener.NONE);
              var events = KafkaEvents.readCommitted(OutboxContract.kafka(), topic)) {
             var committed = event(topic, "from the first, committed");
             var zombie = event(topic, "from the first, after the second started");
@@ -171,7 +172,7 @@ class PostgresExactlyOnceIT {
                         + "\n  producer: { transaction.timeout.ms: \"2000\" }\n") + EXACTLY_ONCE, Map.of()).kafka();
         String stream = routerName("txtimeout");
         String topic = OutboxContract.unique("txtimeout");
-        try (var publisher = new TransactionalPublisher(kafka, stream, Duration.ofMillis(50), RouterListener.NONE);
+        try (var publisher = TransactionalPublisher.of(kafka, stream, KafkaConfig.transactionalId(stream), 1, Duration.ofMillis(50), RouterListener.NONE);
              var events = KafkaEvents.readCommitted(OutboxContract.kafka(), topic)) {
             publisher.activate();
             var late = event(topic, "sent, then the transaction outlived its timeout");

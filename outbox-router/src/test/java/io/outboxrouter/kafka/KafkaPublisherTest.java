@@ -43,7 +43,7 @@ class KafkaPublisherTest {
 
     @Test
     void deliveryGuaranteeSettingsCannotBeOverridden() {
-        var config = KafkaPublisher.producerConfig(new KafkaConfig("k:9092", Map.of("compression.type", "zstd", "linger.ms", "7"),
+        var config = ProducerSettings.atLeastOnce(new KafkaConfig("k:9092", Map.of("compression.type", "zstd", "linger.ms", "7"),
                 Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets"), "orders-router");
         assertThat(config).containsEntry("acks", "all").containsEntry("enable.idempotence", "true")
                 .containsEntry("compression.type", "zstd").containsEntry("linger.ms", "7")
@@ -54,11 +54,11 @@ class KafkaPublisherTest {
     @Test
     void theStreamsOfOneProcessShareTheDefaultProducerBuffer() {
         var kafka = new KafkaConfig("k:9092", Map.of(), Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets");
-        long one = Long.parseLong(KafkaPublisher.producerConfig(kafka, "r", 1).getProperty("buffer.memory"));
-        long ofFour = Long.parseLong(KafkaPublisher.producerConfig(kafka, "r", 4).getProperty("buffer.memory"));
+        long one = Long.parseLong(ProducerSettings.atLeastOnce(kafka, "r", 1).getProperty("buffer.memory"));
+        long ofFour = Long.parseLong(ProducerSettings.atLeastOnce(kafka, "r", 4).getProperty("buffer.memory"));
         assertThat(ofFour).isEqualTo(Math.max(4L << 20, one / 4));
         var set = new KafkaConfig("k:9092", Map.of("buffer.memory", "50000000"), Duration.ofMinutes(5), Delivery.AT_LEAST_ONCE, "offsets");
-        assertThat(KafkaPublisher.producerConfig(set, "r", 4).getProperty("buffer.memory")).as("as the user set it").isEqualTo("50000000");
+        assertThat(ProducerSettings.atLeastOnce(set, "r", 4).getProperty("buffer.memory")).as("as the user set it").isEqualTo("50000000");
     }
 
     /** A producer whose every send fails through its callback with the given error. */
