@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -71,40 +70,6 @@ public final class Benchmark {
         return list == null || list.isBlank() || List.of(list.split(",")).contains(key);
     }
 
-    /** When, from which commit and with which command the run was made, and the plots it drew. */
-    private String header() {
-        var settings = new ArrayList<String>();
-        System.getenv().entrySet().stream().filter(e -> e.getKey().startsWith("BENCH_")).sorted(Map.Entry.comparingByKey())
-                .forEach(e -> settings.add(e.getKey() + "=" + e.getValue()));
-        var command = new StringBuilder(String.join(" ", settings)).append(settings.isEmpty() ? "" : " ")
-                .append("./mvnw -q -pl benchmark -am package -DskipTests exec:exec");
-        for (String property : List.of("bench.profile", "bench.only", "bench.repeat")) {
-            String value = System.getProperty(property, "");
-            if (!value.isBlank() && !(property.equals("bench.profile") && value.equals("full"))) {
-                command.append(" -D").append(property).append('=').append(value);
-            }
-        }
-        return "# Benchmark results\n\nRun " + java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.MINUTES)
-                + " on commit " + commit() + ", written by the benchmark itself (method and caveats: [performance.md](../performance.md)).\n\n"
-                + "```bash\n" + command + "\n```\n\n![Drain rates and latency percentiles of this run](results.png)\n\n";
-    }
-
-    /** The repository's commit, with "+ changes" when the working tree differs from it; "unknown" outside a clone. */
-    private static String commit() {
-        try {
-            var head = new ProcessBuilder("git", "rev-parse", "--short", "HEAD").redirectErrorStream(true).start();
-            String rev = new String(head.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
-            var status = new ProcessBuilder("git", "status", "--porcelain", "--untracked-files=no").redirectErrorStream(true).start();
-            boolean dirty = !new String(status.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).isBlank();
-            return head.waitFor() == 0 ? rev + (dirty ? " + uncommitted changes" : "") : "unknown";
-        } catch (IOException e) {
-            return "unknown";
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return "unknown";
-        }
-    }
-
     private boolean section(String name) {
         return only.contains("") || only.contains(name);
     }
@@ -136,7 +101,7 @@ public final class Benchmark {
                 }
             }
         }
-        String md = header() + "Machine: " + machine + "\n\n" + results.markdown();
+        String md = RunHeader.markdown() + "Machine: " + machine + "\n\n" + results.markdown();
         Files.writeString(out.resolve("results.md"), md);
         Plots.write(results, out.resolve("results.png"), machine.replaceAll(",.*", ""));
         System.out.println();
@@ -363,17 +328,7 @@ public final class Benchmark {
     }
 
     private Optional<DebeziumServerContender> debeziumServer(BenchDb db, String slot) throws Exception {
-        if ("false".equals(System.getenv("BENCH_DEBEZIUM_SERVER")) || !db.postgres) {
-            return Optional.empty();
-        }
-        var jdk = DebeziumServerContender.findJava21();
-        if (jdk.isEmpty()) {
-            note("Debezium Server left out: it needs Java 21+ (set BENCH_JAVA21_HOME)");
-            return Optional.empty();
-        }
-        Path cache = Path.of(System.getProperty("user.home"), ".cache", "outbox-router-bench");
-        Path home = DebeziumServerContender.install(cache);
-        return Optional.of(new DebeziumServerContender(db, slot, bootstrap, home, jdk.get(), freePort()));
+        return DebeziumServerContender.ifWanted(db, slot, bootstrap, this::note);
     }
 
     private void note(String n) {

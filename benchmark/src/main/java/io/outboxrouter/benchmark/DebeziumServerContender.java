@@ -44,6 +44,24 @@ final class DebeziumServerContender implements Contender {
         this.port = port;
     }
 
+    /**
+     * A Debezium Server on {@code slot}, unless left out: by {@code BENCH_DEBEZIUM_SERVER=false}, off Postgres, or with no
+     * Java 21 to run it (then {@code note} says so).
+     */
+    static Optional<DebeziumServerContender> ifWanted(BenchDb db, String slot, String bootstrap, java.util.function.Consumer<String> note)
+            throws IOException, InterruptedException {
+        if ("false".equals(System.getenv("BENCH_DEBEZIUM_SERVER")) || !db.postgres) {
+            return Optional.empty();
+        }
+        var jdk = findJava21();
+        if (jdk.isEmpty()) {
+            note.accept("Debezium Server left out: it needs Java 21+ (set BENCH_JAVA21_HOME)");
+            return Optional.empty();
+        }
+        Path cache = Path.of(System.getProperty("user.home"), ".cache", "outbox-router-bench");
+        return Optional.of(new DebeziumServerContender(db, slot, bootstrap, install(cache), jdk.get(), Benchmark.freePort()));
+    }
+
     /** Downloads and unpacks the distribution once (a large download, hence the cache) into {@code cache}; returns its home. */
     static Path install(Path cache) throws IOException, InterruptedException {
         Path home = cache.resolve("debezium-server-" + VERSION).resolve("debezium-server");
