@@ -15,7 +15,7 @@ import java.util.Optional;
  * releases it when that session ends, including when the process is killed, so nothing has to expire. A second router
  * with the same name waits for it (a standby), and {@code offsets set|reset} refuse while it is held.
  */
-public final class RouterLock implements AutoCloseable {
+public final class RouterLock implements HeldLock {
     /** How long the server keeps a lock whose client went silent (a lost host, a paused VM) before a standby may take it. */
     public static final int DEAD_SESSION_SECONDS = 15;
     private static final int CHECK_TIMEOUT_SECONDS = 2;
@@ -101,6 +101,7 @@ public final class RouterLock implements AutoCloseable {
      * Whether this session still holds the lock, asked of the server (not only whether the connection looks alive): a
      * session killed by an operator, or ended by a database restart, has lost it, and a standby may hold it now.
      */
+    @Override
     public LockState check() {
         String sql = dialect == SqlDialect.POSTGRES
                 ? "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() "
@@ -143,6 +144,7 @@ public final class RouterLock implements AutoCloseable {
     }
 
     /** The server's id of the session that holds the lock (a backend pid, a connection id). */
+    @Override
     public long session() {
         return session;
     }
@@ -195,6 +197,7 @@ public final class RouterLock implements AutoCloseable {
         return JdbcStore.isTransient(e);
     }
 
+    @Override
     public String description() {
         return description;
     }

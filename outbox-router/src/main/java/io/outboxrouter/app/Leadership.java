@@ -1,5 +1,6 @@
 package io.outboxrouter.app;
 
+import io.outboxrouter.offsets.HeldLock;
 import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.retry.Retry;
@@ -19,18 +20,16 @@ import org.slf4j.LoggerFactory;
  * database restarted) stops streaming at once, then takes the lock again if it is free and goes on from the stored
  * offset; if another process holds it now, this one gives up. A database that cannot be reached is waited for.
  */
-final class Leadership implements AutoCloseable {
+final class Leadership<L extends HeldLock> implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Leadership.class);
-    private static final Duration STANDBY_POLL = Duration.ofSeconds(1);
-    private static final Duration LOCK_CHECK = Duration.ofSeconds(1);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(10);
+    private static final Duration TICK = Duration.ofSeconds(1);
     /** Unanswered lock checks (one a second) before the lock counts as lost: well before the server drops a silent session. */
     private static final int MAX_UNANSWERED = 3;
 
     /** What the router does as the lock comes and goes; called on the router's timer thread (the first take on the caller's). */
-    interface Listener {
+    interface Listener<L> {
         /** This process holds the lock: start streaming. An exception stops the router. */
-        void activated(RouterLock lock);
+        void activated(L lock);
 
         /** The lock is gone: stop streaming now. */
         void lost(String why);
@@ -39,12 +38,31 @@ final class Leadership implements AutoCloseable {
         void failed(Throwable error);
     }
 
-    private final OffsetTableSettings settings;
+    /** Where the lock is taken, and asked who holds it. */
+    interface Locks<L> {
+        /** Takes the lock if it is free; empty when another session holds it. */
+        Optional<L> tryAcquire() throws SQLException;
+
+        /** The server's id of the session that holds the lock now; 0 when none does. */
+        long holder() throws SQLException;
+
+        /** Whether a failure to reach the lock's database is an outage worth waiting out (not bad credentials or SQL). */
+        boolean isOutage(SQLException e);
+
+        /** The lock in words, for the log and errors. */
+        String describe();
+    }
+
+    private final Locks<L> locks;
     private final ScheduledExecutorService timer;
+    /** How often the lock is checked, and a standby asks for it; ten of them are the longest wait between tries in an outage. */
+    private final Duration tick;
+    /** How long the server takes to drop a silent session, and with it a lost lock. */
+    private final Duration deadSession;
     /** How long the lock's database may stay unreachable, at start or after a lost lock, before giving up; zero: forever. */
     private final Duration outageBudget;
-    private Listener listener;
-    private volatile RouterLock lock;
+    private Listener<L> listener;
+    private volatile L lock;
     private volatile boolean closed;
     /** False once the router is stopping: the lock is kept until the end, but no longer watched or taken again. */
     private volatile boolean watching = true;
@@ -56,12 +74,44 @@ final class Leadership implements AutoCloseable {
     private volatile String waitingFor;
     private ScheduledFuture<?> check;
     private long outageSince;
-    private long backoffMillis = STANDBY_POLL.toMillis();
+    private long backoffMillis;
 
-    Leadership(OffsetTableSettings settings, ScheduledExecutorService timer, Duration outageBudget) {
-        this.settings = settings;
+    /** The lock of a router (or of a sharded router's group) on its offsets database. */
+    static Leadership<RouterLock> of(OffsetTableSettings settings, ScheduledExecutorService timer, Duration outageBudget) {
+        return new Leadership<>(new Locks<>() {
+            @Override
+            public Optional<RouterLock> tryAcquire() throws SQLException {
+                return RouterLock.tryAcquire(settings);
+            }
+
+            @Override
+            public long holder() throws SQLException {
+                return RouterLock.holder(settings);
+            }
+
+            @Override
+            public boolean isOutage(SQLException e) {
+                return RouterLock.isOutage(e);
+            }
+
+            @Override
+            public String describe() {
+                return RouterLock.describe(settings);
+            }
+        }, timer, outageBudget, TICK, Duration.ofSeconds(RouterLock.DEAD_SESSION_SECONDS + 15L));
+    }
+
+    /**
+     * @param tick        how often the lock is checked and a standby asks for it
+     * @param deadSession how long a lost lock may still be held by this process's own old session
+     */
+    Leadership(Locks<L> locks, ScheduledExecutorService timer, Duration outageBudget, Duration tick, Duration deadSession) {
+        this.locks = locks;
         this.timer = timer;
         this.outageBudget = outageBudget;
+        this.tick = tick;
+        this.deadSession = deadSession;
+        this.backoffMillis = tick.toMillis();
     }
 
     /**
@@ -70,18 +120,18 @@ final class Leadership implements AutoCloseable {
      * @throws RuntimeException when the lock's database refuses for a reason waiting cannot fix (credentials), or the
      *                          first activation fails (a setup error)
      */
-    void start(Listener listener) {
+    void start(Listener<L> listener) {
         this.listener = listener;
         try {
-            var acquired = RouterLock.tryAcquire(settings);
+            var acquired = locks.tryAcquire();
             if (acquired.isPresent()) {
                 activate(acquired.get());
                 return;
             }
             standingBy();
         } catch (SQLException e) {
-            if (!RouterLock.isOutage(e)) {
-                throw new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings) + ": " + e.getMessage()
+            if (!locks.isOutage(e)) {
+                throw new IllegalStateException("cannot take the lock of " + locks.describe() + ": " + e.getMessage()
                         + " (offsets.connection, or the source's connection when that is not set)", e);
             }
             unreachable(e);
@@ -99,11 +149,11 @@ final class Leadership implements AutoCloseable {
         return lock != null ? null : waitingFor;
     }
 
-    private void activate(RouterLock acquired) {
+    private void activate(L acquired) {
         lock = acquired;
         waitingFor = null;
         outageSince = 0;
-        backoffMillis = STANDBY_POLL.toMillis();
+        backoffMillis = tick.toMillis();
         try {
             listener.activated(acquired);
         } catch (RuntimeException e) {
@@ -112,7 +162,7 @@ final class Leadership implements AutoCloseable {
             throw e;
         }
         try {
-            check = timer.scheduleWithFixedDelay(this::checkLock, LOCK_CHECK.toMillis(), LOCK_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+            check = timer.scheduleWithFixedDelay(this::checkLock, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException e) {
             // the router is stopping: it closes the engine just started
         }
@@ -134,13 +184,13 @@ final class Leadership implements AutoCloseable {
         if (closed || !watching) {
             return;
         }
-        Optional<RouterLock> acquired;
+        Optional<L> acquired;
         try {
-            acquired = RouterLock.tryAcquire(settings);
+            acquired = locks.tryAcquire();
         } catch (SQLException e) {
-            if (!RouterLock.isOutage(e) || outageBudgetSpent()) {
-                listener.failed(new IllegalStateException("cannot take the lock of " + RouterLock.describe(settings)
-                        + (RouterLock.isOutage(e) ? " after waiting " + outageBudget + " (offsets.give-up-after)" : "") + ": "
+            if (!locks.isOutage(e) || outageBudgetSpent()) {
+                listener.failed(new IllegalStateException("cannot take the lock of " + locks.describe()
+                        + (locks.isOutage(e) ? " after waiting " + outageBudget + " (offsets.give-up-after)" : "") + ": "
                         + Retry.describe(e), e));
                 return;
             }
@@ -154,7 +204,7 @@ final class Leadership implements AutoCloseable {
                 return;
             }
             if (afterLoss) {
-                listener.failed(new IllegalStateException("another process took " + RouterLock.describe(settings)
+                listener.failed(new IllegalStateException("another process took " + locks.describe()
                         + " over while this one had lost its lock; this one stops"));
                 return;
             }
@@ -167,7 +217,7 @@ final class Leadership implements AutoCloseable {
                 acquired.get().close();
                 return;
             }
-            LOG.info("{}: {}, taking over", RouterLock.describe(settings), afterLoss ? "took the lock again" : "the lock is free");
+            LOG.info("{}: {}, taking over", locks.describe(), afterLoss ? "took the lock again" : "the lock is free");
             try {
                 activate(acquired.get());
             } catch (RuntimeException e) {
@@ -178,14 +228,14 @@ final class Leadership implements AutoCloseable {
 
     /** Whether the lock is still held by this process's lost session, within the time the server takes to drop it. */
     private boolean oldSessionStillHolds() {
-        if (System.nanoTime() - lostAt > Duration.ofSeconds(RouterLock.DEAD_SESSION_SECONDS + 15L).toNanos()) {
+        if (System.nanoTime() - lostAt > deadSession.toNanos()) {
             return false;
         }
         try {
-            long holder = RouterLock.holder(settings);
+            long holder = locks.holder();
             if (holder == lostSession) {
                 LOG.info("{}: the lock is still held by this process's lost session {}; waiting for the server to drop it",
-                        RouterLock.describe(settings), holder);
+                        locks.describe(), holder);
                 return true;
             }
             return false;
@@ -196,11 +246,11 @@ final class Leadership implements AutoCloseable {
 
     private void standingBy() {
         if (!"the other process".equals(waitingFor)) {
-            LOG.info("Another process runs {}: standing by until it stops", RouterLock.describe(settings));
+            LOG.info("Another process runs {}: standing by until it stops", locks.describe());
         }
         waitingFor = "the other process";
         outageSince = 0;
-        backoffMillis = STANDBY_POLL.toMillis();
+        backoffMillis = tick.toMillis();
     }
 
     private void unreachable(SQLException e) {
@@ -208,9 +258,9 @@ final class Leadership implements AutoCloseable {
             outageSince = System.nanoTime();
         }
         waitingFor = "the database";
-        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, {}", RouterLock.describe(settings), Retry.describe(e),
+        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, {}", locks.describe(), Retry.describe(e),
                 backoffMillis, outageBudget.isZero() ? "until it answers" : "for up to " + outageBudget + " in all (offsets.give-up-after)");
-        backoffMillis = Math.min(backoffMillis * 2, MAX_BACKOFF.toMillis());
+        backoffMillis = Math.min(backoffMillis * 2, tick.toMillis() * 10);
     }
 
     private boolean outageBudgetSpent() {

@@ -47,7 +47,7 @@ public final class Router implements AutoCloseable {
      * its shards only with it: two such processes started together would otherwise each take some of the shards' locks,
      * and neither would ever be ready. Null for one stream, and for one shard per process ({@code shard: i/N}).
      */
-    private final Leadership group;
+    private final Leadership<RouterLock> group;
     private final ScheduledThreadPoolExecutor groupTimer;
     private volatile boolean streamsStarted;
 
@@ -63,7 +63,7 @@ public final class Router implements AutoCloseable {
                 return t;
             });
             groupTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
-            group = new Leadership(OffsetTableSettings.offsets(config), groupTimer, config.offsets().giveUpAfter());
+            group = Leadership.of(OffsetTableSettings.offsets(config), groupTimer, config.offsets().giveUpAfter());
         } else {
             groupTimer = null;
             group = null;
@@ -124,7 +124,7 @@ public final class Router implements AutoCloseable {
     }
 
     /** The lock under the router's own name, for a process that runs every shard: it starts them all, or stands by. */
-    private final class GroupListener implements Leadership.Listener {
+    private final class GroupListener implements Leadership.Listener<RouterLock> {
         private final String health;
 
         GroupListener(String health) {

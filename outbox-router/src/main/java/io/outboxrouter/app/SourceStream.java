@@ -42,7 +42,7 @@ final class SourceStream implements AutoCloseable {
     private volatile OutboxBatchHandler handler;
     private final RouterMetrics metrics;
     private final ScheduledExecutorService timer;
-    private final Leadership leadership;
+    private final Leadership<RouterLock> leadership;
     /** When the operator said {@code --accept-gap}; null when not said. */
     private final java.time.Instant acceptGapGivenAt;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
@@ -79,24 +79,15 @@ final class SourceStream implements AutoCloseable {
         // On shutdown, a scheduled retry of the lock is dropped; only a task already running is waited for.
         lockTimer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.timer = lockTimer;
-        this.leadership = new Leadership(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
+        this.leadership = Leadership.of(OffsetTableSettings.offsets(config), timer, config.offsets().giveUpAfter());
         this.monitor = source.monitor(this::sourceChanged);
         this.statementInserts = config.source().kind().canLogStatements() ? StatementInsertWatch.attach(config.name(), config.source().tables(),
                 problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem))) : Optional.empty();
         monitor.ifPresent(m -> metrics.retainedWal(m::retainedBytes));
         metrics.streaming(this::isStreaming);
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
-        this.retention = config.outbox().retention().on() ? Optional.of(new Retention(config, source.outboxSql(), new Retention.Listener() {
-            @Override
-            public void deleted(String table, int rows) {
-                metrics.retentionDeleted(table, rows);
-            }
-
-            @Override
-            public void oldest(String table, Duration age) {
-                metrics.retentionOldest(table, age);
-            }
-        })) : Optional.empty();
+        this.retention = config.outbox().retention().on()
+                ? Optional.of(new Retention(config, source.outboxSql(), metrics.retentionListener())) : Optional.empty();
     }
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
@@ -142,7 +133,7 @@ final class SourceStream implements AutoCloseable {
     }
 
     /** What the stream does as its lock comes and goes. */
-    private final class LeadershipListener implements Leadership.Listener {
+    private final class LeadershipListener implements Leadership.Listener<RouterLock> {
         /** Holds the lock: takes a new fencing token, checks the source and starts the engine. */
         @Override
         public void activated(RouterLock lock) {

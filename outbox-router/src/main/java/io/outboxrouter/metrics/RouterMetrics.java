@@ -215,6 +215,21 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         publishTime.record(took);
     }
 
+    /** What outbox retention reports, counted here. */
+    public io.outboxrouter.cdc.Retention.Listener retentionListener() {
+        return new io.outboxrouter.cdc.Retention.Listener() {
+            @Override
+            public void deleted(String table, int rows) {
+                retentionDeleted(table, rows);
+            }
+
+            @Override
+            public void oldest(String table, Duration age) {
+                retentionOldest(table, age);
+            }
+        };
+    }
+
     /** Outbox retention: rows deleted, by table. */
     public void retentionDeleted(String table, int rows) {
         Counter.builder("outbox.router.retention.deleted.rows").description("published outbox rows deleted by outbox.retention")
