@@ -50,10 +50,11 @@ class MariaDbFailoverIT {
                 try (var router = Router.start(config); var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
                     assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
                     var written = Collections.synchronizedList(new ArrayList<TestEvent>());
+                    var lost = Collections.synchronizedList(new ArrayList<TestEvent>());
                     var stop = new AtomicBoolean();
                     var writer = Executors.newSingleThreadExecutor().submit(() -> new FailoverWriter(url, MariaDbServer.USER,
                             MariaDbServer.PASSWORD, "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?, ?, ?, ?, ?)",
-                            "SELECT 1 FROM outbox WHERE id = ?").write(written, stop));
+                            "SELECT 1 FROM outbox WHERE id = ?").write(written, lost, stop));
                     Thread.sleep(3_000);
 
                     var atReplica = Files.writeString(dir.resolve("replica.yml"), yaml.replace(url, replica.jdbcUrl(database)));
@@ -76,7 +77,12 @@ class MariaDbFailoverIT {
                     System.out.printf("mariadb failover test: %d events committed, %d records read, %d duplicates%n", ids.size(),
                             received.size(), received.size() - kafka.receivedIds().size());
                     assertThat(kafka.receivedIds()).containsAll(ids);
-                    OutboxContract.assertOrderPerAggregate(received);
+                    // A replica applies the binlog after the primary committed: an event whose commit the failover hid from its
+                    // writer may have reached Kafka, and its place in the aggregate's sequence was given again.
+                    var extra = new HashSet<>(kafka.receivedIds());
+                    extra.removeAll(ids);
+                    assertThat(extra).isSubsetOf(lost.stream().map(TestEvent::id).toList());
+                    OutboxContract.assertOrderPerAggregate(received.stream().filter(r -> !extra.contains(r.id())).toList());
                     assertThat(router.isStreaming()).as("the same process streams from the promoted replica").isTrue();
                 }
 

@@ -178,7 +178,8 @@ class PostgresFailoverIT {
                         var extra = new java.util.HashSet<>(kafka.receivedIds());
                         extra.removeAll(ids);
                         assertThat(extra).isSubsetOf(lost.stream().map(TestEvent::id).toList());
-                        OutboxContract.assertOrderPerAggregate(received);
+                        // Such an event took a place in its aggregate's sequence that the writer, seeing it lost, gave again.
+                        OutboxContract.assertOrderPerAggregate(received.stream().filter(r -> !extra.contains(r.id())).toList());
                     }
                 }
             }
