@@ -240,9 +240,10 @@ public final class TransactionalPublisher implements EventSink {
         retry.call("commit a Kafka transaction of " + sent + " records", TransactionFailures::isRetryable, LOG,
                 (operation, attempt, cause) -> {
                     listener.retrying("kafka_publish", cause);
-                    if (transaction.open()) {
+                    var open = transaction; // null once a stop closed the producer under this retry
+                    if (open != null && open.open()) {
                         LOG.warn("The Kafka transaction of {} has been open for {} s (transaction.timeout.ms ends it on the broker)",
-                                transactionalId, transaction.openFor().toSeconds());
+                                transactionalId, open.openFor().toSeconds());
                     }
                 }, () -> {
                     attemptCommit(offset);

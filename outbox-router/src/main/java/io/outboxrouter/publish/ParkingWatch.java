@@ -41,9 +41,12 @@ final class ParkingWatch {
     private volatile Uuid loadedId;
     /** Where the follower saw this stream's park markers written since the topic was read, by park id. */
     private final Map<String, Long> markerOffsets = new ConcurrentHashMap<>();
-    /** Looks that failed in a row (an outage), and whether the last look found a loss, to be confirmed. */
-    private int failedLooks;
-    private boolean suspected;
+    /**
+     * Looks that failed in a row (an outage), and whether the last look found a loss, to be confirmed. Reset by each
+     * activation's thread while a stopping follower may still be finishing a look.
+     */
+    private volatile int failedLooks;
+    private volatile boolean suspected;
 
     ParkingWatch(ParkingTopic topic, String stream, int partition) {
         this.topic = topic;
