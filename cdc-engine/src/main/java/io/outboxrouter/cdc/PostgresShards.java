@@ -354,4 +354,5 @@ final class PostgresShards {
 
     static int compareLsn(String a, String b) {
         return Long.compareUnsigned(PostgresSource.parseLsn(a), PostgresSource.parseLsn(b));
-    }}
+    }
+}
