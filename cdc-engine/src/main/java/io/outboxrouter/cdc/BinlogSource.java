@@ -56,13 +56,11 @@ final class BinlogSource implements Source {
     @Override
     public List<Check> checks() {
         var checks = new java.util.ArrayList<>(BinlogPreflight.checks(config.source(), ConnectorProperties.outboxColumns(config)));
-        checks.addAll(RetentionChecks.checks(config, outboxSql));
         return checks;
     }
 
     @Override
     public void prepare() {
-        RetentionChecks.refuseUnless(RetentionChecks.checks(config, outboxSql));
         BinlogPreflight.run(config.source(), ConnectorProperties.outboxColumns(config));
     }
 

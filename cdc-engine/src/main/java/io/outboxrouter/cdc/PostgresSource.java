@@ -58,13 +58,11 @@ final class PostgresSource implements Source {
     public List<Check> checks() {
         var checks = new ArrayList<>(PostgresPreflight.checks(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId()));
-        checks.addAll(RetentionChecks.checks(config, outboxSql));
         return checks;
     }
 
     @Override
     public void prepare() {
-        RetentionChecks.refuseUnless(RetentionChecks.checks(config, outboxSql));
         shardFilters = PostgresPreflight.run(config.name(), config.source(), ConnectorProperties.outboxColumns(config),
                 ConnectorProperties.readColumns(config), config.outbox().columns().aggregateId());
         failoverSlots = SlotFailover.ensure(config.source().connection(), java.util.List.of(config.source().postgres().slot()));

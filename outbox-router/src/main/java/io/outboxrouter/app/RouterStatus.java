@@ -4,8 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Instant;
 import java.util.List;
-import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
+import io.outboxrouter.retention.Retention;
 import java.util.Map;
 
 /**

@@ -1,7 +1,6 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.CdcEngine;
-import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
@@ -13,6 +12,8 @@ import io.outboxrouter.offsets.OffsetTableSettings;
 import io.outboxrouter.offsets.RouterLock;
 import io.outboxrouter.publish.OutboxBatchHandler;
 import io.outboxrouter.publish.Routings;
+import io.outboxrouter.retention.Retention;
+import io.outboxrouter.retention.RetentionChecks;
 import io.outboxrouter.routing.DeadLetters;
 import java.time.Duration;
 import java.util.List;
@@ -170,6 +171,8 @@ final class SourceStream implements AutoCloseable {
                     stayAlive(lock, 0);
                 }
             }
+            // What outbox.retention needs of the outbox tables, refused before the source is prepared.
+            RetentionChecks.refuseUnless(RetentionChecks.checks(config, source.outboxSql()));
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
             activatedBefore = true;

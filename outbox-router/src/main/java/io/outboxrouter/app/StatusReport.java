@@ -1,12 +1,12 @@
 package io.outboxrouter.app;
 
-import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.SlotMonitor;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.metrics.RouterMetrics;
 import io.outboxrouter.offsets.OffsetStoreStats;
 import io.outboxrouter.offsets.OffsetTable;
 import io.outboxrouter.offsets.OffsetTableSettings;
+import io.outboxrouter.retention.Retention;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.time.Instant;

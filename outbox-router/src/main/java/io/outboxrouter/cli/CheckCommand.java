@@ -7,6 +7,7 @@ import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.ProducerSettings;
 import io.outboxrouter.offsets.OffsetStoreException;
+import io.outboxrouter.retention.RetentionChecks;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -54,6 +55,7 @@ final class CheckCommand implements Callable<Integer> {
             // A sharded router: each shard's slot, publication, offsets and position, under the shard's name.
             var source = Source.of(stream);
             var own = new ArrayList<>(source.checks());
+            own.addAll(RetentionChecks.checks(stream, source.outboxSql()));
             own.add(offsetsCheck(stream));
             if (own.stream().allMatch(Check::ok)) {
                 own.add(source.positionCheck(stream));

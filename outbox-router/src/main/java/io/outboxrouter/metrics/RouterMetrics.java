@@ -216,8 +216,8 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     }
 
     /** What outbox retention reports, counted here. */
-    public io.outboxrouter.cdc.Retention.Listener retentionListener() {
-        return new io.outboxrouter.cdc.Retention.Listener() {
+    public io.outboxrouter.retention.Retention.Listener retentionListener() {
+        return new io.outboxrouter.retention.Retention.Listener() {
             @Override
             public void deleted(String table, int rows) {
                 retentionDeleted(table, rows);

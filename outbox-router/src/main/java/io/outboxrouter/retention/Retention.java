@@ -1,5 +1,6 @@
-package io.outboxrouter.cdc;
+package io.outboxrouter.retention;
 
+import io.outboxrouter.cdc.OutboxSql;
 import io.outboxrouter.config.Durations;
 import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RouterConfig;

@@ -1,5 +1,8 @@
-package io.outboxrouter.cdc;
+package io.outboxrouter.retention;
 
+import io.outboxrouter.cdc.Check;
+import io.outboxrouter.cdc.OutboxSql;
+import io.outboxrouter.cdc.SourceSetupException;
 import io.outboxrouter.config.Durations;
 import io.outboxrouter.config.RouterConfig;
 import java.sql.SQLException;
@@ -7,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** What {@link Retention} needs of the outbox tables, checked at start and by {@code check}. */
-final class RetentionChecks {
+public final class RetentionChecks {
     private RetentionChecks() {
     }
 
@@ -15,7 +18,7 @@ final class RetentionChecks {
      * With retention on, each outbox table must have the time column, and (Postgres) the router's user may delete from it.
      * Empty when retention is off.
      */
-    static List<Check> checks(RouterConfig config, OutboxSql source) {
+    public static List<Check> checks(RouterConfig config, OutboxSql source) {
         var settings = config.outbox().retention();
         if (!settings.on()) {
             return List.of();
@@ -46,7 +49,7 @@ final class RetentionChecks {
     }
 
     /** @throws SourceSetupException naming every failed check with its fix */
-    static void refuseUnless(List<Check> checks) {
+    public static void refuseUnless(List<Check> checks) {
         var failed = checks.stream().filter(c -> !c.ok()).map(Check::problem).toList();
         if (!failed.isEmpty()) {
             throw new SourceSetupException("outbox.retention cannot work: " + String.join("; ", failed));

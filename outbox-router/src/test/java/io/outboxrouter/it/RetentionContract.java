@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.outboxrouter.app.Router;
-import io.outboxrouter.cdc.Retention;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.retention.Retention;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
