@@ -134,23 +134,26 @@ public final class ParkingTopic {
      * deleted and created again has another id; one whose records were deleted (retention, {@code kafka-delete-records})
      * keeps from a later offset.
      */
-    public Optional<Kept> kept() throws ExecutionException, InterruptedException, TimeoutException {
-        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
-            TopicDescription description;
-            try {
-                description = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
-            } catch (ExecutionException e) {
-                if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-                    return Optional.empty();
-                }
-                throw e;
+    public Optional<Kept> kept(Admin admin) throws ExecutionException, InterruptedException, TimeoutException {
+        TopicDescription description;
+        try {
+            description = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                return Optional.empty();
             }
-            var earliest = new HashMap<TopicPartition, OffsetSpec>();
-            description.partitions().forEach(p -> earliest.put(new TopicPartition(topic, p.partition()), OffsetSpec.earliest()));
-            var first = new HashMap<Integer, Long>();
-            admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> first.put(tp.partition(), info.offset()));
-            return Optional.of(new Kept(description.topicId(), Map.copyOf(first)));
+            throw e;
         }
+        var earliest = new HashMap<TopicPartition, OffsetSpec>();
+        description.partitions().forEach(p -> earliest.put(new TopicPartition(topic, p.partition()), OffsetSpec.earliest()));
+        var first = new HashMap<Integer, Long>();
+        admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> first.put(tp.partition(), info.offset()));
+        return Optional.of(new Kept(description.topicId(), Map.copyOf(first)));
+    }
+
+    /** An admin client for {@link #kept}, kept by whoever looks again and again; the caller closes it. */
+    public Admin admin() {
+        return Admin.create(ClientConfigs.admin(clientConfig));
     }
 
     /** What {@link #kept} found: the topic's id, and each partition's first offset kept. */

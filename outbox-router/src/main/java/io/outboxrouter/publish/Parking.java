@@ -338,6 +338,7 @@ public final class Parking implements AutoCloseable {
             closes.incrementAndGet();
         }
         stopFollowing();
+        watch.close();
     }
 
     /** Makes a {@link #load} under way give up, and leaves what is loaded as it is. */

@@ -47,6 +47,8 @@ final class ParkingWatch {
      */
     private volatile int failedLooks;
     private volatile boolean suspected;
+    /** One admin client for every look while the stream runs, rather than one per look; null until the first. */
+    private org.apache.kafka.clients.admin.Admin admin;
 
     ParkingWatch(ParkingTopic topic, String stream, int partition) {
         this.topic = topic;
@@ -77,9 +79,12 @@ final class ParkingWatch {
      * @param onLoss    told what was lost, on the second look that finds it
      */
     Look look(Parking.Summary s, java.util.function.BooleanSupplier stopped, java.util.function.Consumer<String> onLoss) {
+        if (stopped.getAsBoolean()) {
+            return Look.STOPPED;
+        }
         Optional<ParkingTopic.Kept> kept;
         try {
-            kept = topic.kept();
+            kept = topic.kept(admin());
             failedLooks = 0;
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
             if (++failedLooks == 3) {
@@ -116,13 +121,28 @@ final class ParkingWatch {
         return Look.LOST;
     }
 
+    private synchronized org.apache.kafka.clients.admin.Admin admin() {
+        if (admin == null) {
+            admin = topic.admin();
+        }
+        return admin;
+    }
+
+    /** Closes the admin client, if any: the stream stopped (the next activation makes another at its first look). */
+    synchronized void close() {
+        if (admin != null) {
+            admin.close(java.time.Duration.ZERO); // a look under way fails, and counts as one that could not be made
+            admin = null;
+        }
+    }
+
     /** Before a release, which publishes what the topic holds: the loss, if held events are gone from it now. */
     Optional<String> lossBeforeRelease(Parking.Summary s) {
         if (s.parked() == 0) {
             return Optional.empty();
         }
         try {
-            return lossIn(topic.kept(), s);
+            return lossIn(topic.kept(admin()), s);
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
             return Optional.empty(); // cannot look: the release's read fails the same way, or finds what there is
         } catch (InterruptedException e) {
