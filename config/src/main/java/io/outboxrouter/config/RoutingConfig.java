@@ -52,9 +52,6 @@ public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventR
 
     /** @param parkingTopic where a parked aggregate's events are held ({@link DeadLetterPolicy#PARK_AGGREGATE}) */
     public record DeadLetters(DeadLetterPolicy policy, String topic, String parkingTopic) {
-        public DeadLetters(DeadLetterPolicy policy, String topic) {
-            this(policy, topic, "outbox.parked");
-        }
     }
 
     /** How a key, value or header becomes bytes: Debezium Server's {@code debezium.format.*} choices that we offer. */
