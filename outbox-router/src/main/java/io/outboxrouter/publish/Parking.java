@@ -210,25 +210,12 @@ public final class Parking implements AutoCloseable {
 
     /** The parking record that holds an event of a parked aggregate; {@link #held} once it is to be sent. */
     ParkingRecord hold(ParkedAggregates.Park park, ChangeEvent change, String eventId, ProducerRecord<byte[], byte[]> event) {
-        return ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, rowPosition(change), event);
+        return ParkingRecord.hold(park.aggregate(), stream, park.id(), run, eventId, change.rowPosition(), event);
     }
 
     /** The id a park made by this row has: its stream, position and event id. */
     String parkId(ChangeEvent change, String eventId) {
-        return stream + "@" + rowPosition(change) + "#" + (eventId == null ? "" : eventId);
-    }
-
-    /**
-     * A row's own position: a binlog position names a row event, which may hold several rows (a multi-row INSERT), so
-     * the row's index in it is added.
-     */
-    static String rowPosition(ChangeEvent change) {
-        if (change.record() != null && change.record().value() instanceof org.apache.kafka.connect.data.Struct value
-                && value.schema().field("source") != null && value.get("source") instanceof org.apache.kafka.connect.data.Struct source
-                && source.schema().field("row") != null && source.get("row") != null) {
-            return change.position() + ",row:" + source.get("row");
-        }
-        return change.position();
+        return stream + "@" + change.rowPosition() + "#" + (eventId == null ? "" : eventId);
     }
 
     /** A held event goes out: counted, and the record to send. */
@@ -252,15 +239,15 @@ public final class Parking implements AutoCloseable {
         var park = state.park(aggregate);
         ParkingRecord r;
         if (park.isEmpty()) {
-            r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, rowPosition(change), reason, null);
+            r = ParkingRecord.marker(Action.PARK, aggregate, stream, id, run, eventId, change.rowPosition(), reason, null);
             LOG.warn("Parked aggregate {} of stream {}: the row at {} cannot be routed ({}). Its later events are held in {} until "
-                    + "`outbox-router parked release {}` (or drop)", aggregate, stream, rowPosition(change), reason, topic.name(), aggregate);
+                    + "`outbox-router parked release {}` (or drop)", aggregate, stream, change.rowPosition(), reason, topic.name(), aggregate);
         } else if (park.get().id().equals(id)) {
             // Read again (a restart, or the connector's own restart) before a stored position covered it: what was held
             // before came before it.
-            r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, rowPosition(change), reason, null);
+            r = ParkingRecord.marker(Action.REPARK, aggregate, stream, id, run, eventId, change.rowPosition(), reason, null);
         } else {
-            r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, rowPosition(change), reason, null);
+            r = ParkingRecord.marker(Action.SLOT, aggregate, stream, park.get().id(), run, eventId, change.rowPosition(), reason, null);
         }
         state.apply(r);
         summarize();
@@ -284,20 +271,29 @@ public final class Parking implements AutoCloseable {
                 throw new IllegalStateException(lost.get());
             }
         }
-        var out = new ArrayList<Release>();
+        var requests = new ArrayList<ParkedAggregates.Request>();
         for (var request : state.pendingRequests()) {
-            var park = state.park(request.aggregate());
-            if (park.isEmpty()) {
+            if (state.park(request.aggregate()).isEmpty()) {
                 state.forget(request); // parked by another shard's stream
-                continue;
+            } else {
+                requests.add(request);
             }
-            var records = new ArrayList<ParkingRecord>();
+        }
+        // One read of the topic for every request taken now, each aggregate's records kept apart.
+        var recordsOf = new java.util.HashMap<String, List<ParkingRecord>>();
+        requests.forEach(request -> recordsOf.put(request.aggregate(), new ArrayList<>()));
+        if (!requests.isEmpty()) {
             topic.read(r -> {
-                if (r.aggregate().equals(request.aggregate())) {
+                var records = recordsOf.get(r.aggregate());
+                if (records != null) {
                     records.add(r);
                 }
             });
-            var held = ParkedAggregates.releaseOrder(records, park.get().id());
+        }
+        var out = new ArrayList<Release>();
+        for (var request : requests) {
+            var park = state.park(request.aggregate());
+            var held = ParkedAggregates.releaseOrder(recordsOf.get(request.aggregate()), park.get().id());
             boolean release = request.action() == Action.RELEASE_REQUEST;
             var marker = ParkingRecord.marker(release ? Action.RELEASED : Action.DROPPED, request.aggregate(), stream, park.get().id(), run,
                     null, null, null, request.id());

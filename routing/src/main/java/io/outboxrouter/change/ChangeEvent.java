@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -55,5 +56,17 @@ public record ChangeEvent(String table, Operation operation, Map<String, Object>
 
     public ChangeEvent {
         row = Collections.unmodifiableMap(new LinkedHashMap<>(row));
+    }
+
+    /**
+     * The row's own position: a binlog position names a row event, which may hold several rows (a multi-row INSERT), so
+     * the row's index in it (the connector's {@code source.row}) is added.
+     */
+    public String rowPosition() {
+        if (record != null && record.value() instanceof Struct value && value.schema().field("source") != null
+                && value.get("source") instanceof Struct source && source.schema().field("row") != null && source.get("row") != null) {
+            return position + ",row:" + source.get("row");
+        }
+        return position;
     }
 }
