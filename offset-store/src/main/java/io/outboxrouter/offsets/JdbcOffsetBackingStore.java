@@ -26,6 +26,9 @@ import org.slf4j.LoggerFactory;
  * Keys and values are the engine's JSON, stored as text so that operators can read them.
  * Writes happen on one named thread, in call order, so a later offset never lands before an earlier one;
  * a write that keeps failing completes its future exceptionally after the retry budget, never hangs.
+ * Reads answer from what this store knows is in the table: read at start, then each write once it succeeded. The
+ * connector reads its stored position after every commit (Postgres flushes the slot to it), and that read then
+ * neither queries the database nor waits behind a write.
  */
 public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private static final Logger LOG = LoggerFactory.getLogger(JdbcOffsetBackingStore.class);
@@ -43,6 +46,9 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private OffsetStoreStats stats;
     /** Whether this store wrote the router's state row yet; touched only by the store's thread. */
     private boolean stateWritten;
+    /** The router's rows as the table holds them: read at start, then each successful write; replaced whole. */
+    private volatile Map<String, String> stored = Map.of();
+    private volatile boolean stopped;
 
     /** Instantiated by the engine through reflection; settings arrive in {@link #configure}. */
     public JdbcOffsetBackingStore() {
@@ -66,12 +72,13 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         stats = OffsetStoreStats.register(settings.routerName(), instance);
         table = OffsetTable.open(settings, stats);
         table.createIfMissing();
-        LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(),
-                table.read(settings.routerName()).size());
+        stored = Map.copyOf(table.read(settings.routerName()));
+        LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(), stored.size());
     }
 
     @Override
     public void stop() {
+        stopped = true;
         if (executor != null) {
             executor.shutdown();
             try {
@@ -94,15 +101,17 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
 
     @Override
     public Future<Map<ByteBuffer, ByteBuffer>> get(Collection<ByteBuffer> keys) {
-        return CompletableFuture.supplyAsync(() -> {
-            Map<String, String> stored = table.read(settings.routerName());
-            var out = new HashMap<ByteBuffer, ByteBuffer>();
-            for (ByteBuffer key : keys) {
-                String value = stored.get(text(key));
-                out.put(key, value == null ? null : bytes(value));
-            }
-            return out;
-        }, executor);
+        if (stopped) {
+            return CompletableFuture.failedFuture(new OffsetStoreException("the offset store of router " + settings.routerName()
+                    + " is stopped: nothing can be read from it", null));
+        }
+        var now = stored;
+        var out = new HashMap<ByteBuffer, ByteBuffer>();
+        for (ByteBuffer key : keys) {
+            String value = now.get(text(key));
+            out.put(key, value == null ? null : bytes(value));
+        }
+        return CompletableFuture.completedFuture(out);
     }
 
     @Override
@@ -120,6 +129,15 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
                         table.write(settings.routerName(), entries, fence);
                     }
                     stateWritten = true;
+                    var next = new HashMap<>(stored);
+                    entries.forEach((key, value) -> {
+                        if (value == null) {
+                            next.remove(key);
+                        } else {
+                            next.put(key, value);
+                        }
+                    });
+                    stored = Map.copyOf(next);
                 }, executor)
                 .whenComplete((ok, error) -> {
                     Throwable cause = error != null && error.getCause() != null ? error.getCause() : error;

@@ -281,6 +281,29 @@ abstract class OffsetStoreContract {
         }
     }
 
+    /**
+     * The connector reads its position after every commit: answered from what the store knows is in the table, so a
+     * database gone (or a write retrying) does not hold it up, and a write that failed is never read back.
+     */
+    @Test
+    void readsAnswerWithWhatIsStoredNeverWithAFailedWrite() throws Exception {
+        var store = backingStore("mirror", "mirror_offsets");
+        var key = buf("[\"mirror\",{\"server\":\"mirror\"}]");
+        try {
+            store.set(Map.of(key, buf("{\"lsn\":1}")), null).get(10, TimeUnit.SECONDS);
+            stopServer();
+            var failed = store.set(Map.of(key, buf("{\"lsn\":2}")), null);
+            assertThat(text(store.get(List.of(key)).get(1, TimeUnit.SECONDS).get(key))).as("while the write retries").isEqualTo("{\"lsn\":1}");
+            assertThatThrownBy(() -> failed.get(60, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class);
+            assertThat(text(store.get(List.of(key)).get(1, TimeUnit.SECONDS).get(key))).as("after it failed").isEqualTo("{\"lsn\":1}");
+        } finally {
+            restartServer();
+            store.stop();
+        }
+        assertThatThrownBy(() -> store.get(List.of(key)).get(1, TimeUnit.SECONDS)).hasCauseInstanceOf(OffsetStoreException.class)
+                .hasMessageContaining("is stopped");
+    }
+
     @Test
     void theBackingStoreFailsItsFutureWhenTheDatabaseIsGone() throws Exception {
         var store = backingStore("gone", "gone_offsets");
