@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * a write that keeps failing completes its future exceptionally after the retry budget, never hangs.
  * Reads answer from what this store knows is in the table: read at start, then each write once it succeeded. The
  * connector reads its stored position after every commit (Postgres flushes the slot to it), and that read then
- * neither queries the database nor waits behind a write.
+ * neither queries the database nor waits behind a write. This holds because nothing else writes the engine's rows
+ * while the store runs: every other writer (a position check, an exactly-once resume, the {@code offsets} commands)
+ * runs before the engine starts its store or under the router's lock, and a process that lost the lock is fenced.
  */
 public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private static final Logger LOG = LoggerFactory.getLogger(JdbcOffsetBackingStore.class);
