@@ -18,6 +18,10 @@ class PostgresShardsTest {
         assertThat(PostgresShards.normalized(printedBack)).isEqualTo(PostgresShards.normalized(written));
         String otherShard = PostgresDdl.shardFilter(PostgresDdl.aggregateHash("aggregateid", "character varying"), new Shard(2, 4));
         assertThat(PostgresShards.normalized(otherShard)).isNotEqualTo(PostgresShards.normalized(written));
+        // On a text column Postgres drops the cast the router writes.
+        String writtenForText = PostgresDdl.shardFilter(PostgresDdl.aggregateHash("aggregateid", "text"), new Shard(1, 4));
+        assertThat(PostgresShards.normalized("(((COALESCE(hashtext(aggregateid), 0) & 2147483647) % 4) = 1)"))
+                .isEqualTo(PostgresShards.normalized(writtenForText));
         assertThat(PostgresShards.normalized(null)).as("no filter").isEmpty();
     }
 
