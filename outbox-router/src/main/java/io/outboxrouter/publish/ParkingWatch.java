@@ -1,12 +1,16 @@
 package io.outboxrouter.publish;
 
 import io.outboxrouter.kafka.ParkingTopic;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.slf4j.Logger;
@@ -48,7 +52,7 @@ final class ParkingWatch {
     private volatile int failedLooks;
     private volatile boolean suspected;
     /** One admin client for every look while the stream runs, rather than one per look; null until the first. */
-    private org.apache.kafka.clients.admin.Admin admin;
+    private Admin admin;
 
     ParkingWatch(ParkingTopic topic, String stream, int partition) {
         this.topic = topic;
@@ -78,7 +82,7 @@ final class ParkingWatch {
      * @param stopped   whether the stream stopped meanwhile: what this process saw is then not its to report
      * @param onLoss    told what was lost, on the second look that finds it
      */
-    Look look(Parking.Summary s, java.util.function.BooleanSupplier stopped, java.util.function.Consumer<String> onLoss) {
+    Look look(Parking.Summary s, BooleanSupplier stopped, Consumer<String> onLoss) {
         if (stopped.getAsBoolean()) {
             return Look.STOPPED;
         }
@@ -121,7 +125,7 @@ final class ParkingWatch {
         return Look.LOST;
     }
 
-    private synchronized org.apache.kafka.clients.admin.Admin admin() {
+    private synchronized Admin admin() {
         if (admin == null) {
             admin = topic.admin();
         }
@@ -131,7 +135,7 @@ final class ParkingWatch {
     /** Closes the admin client, if any: the stream stopped (the next activation makes another at its first look). */
     synchronized void close() {
         if (admin != null) {
-            admin.close(java.time.Duration.ZERO); // a look under way fails, and counts as one that could not be made
+            admin.close(Duration.ZERO); // a look under way fails, and counts as one that could not be made
             admin = null;
         }
     }
