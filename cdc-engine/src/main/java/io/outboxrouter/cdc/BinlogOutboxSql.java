@@ -132,6 +132,27 @@ final class BinlogOutboxSql implements OutboxSql {
     }
 
     @Override
+    public String nowMinus(Duration age) {
+        return "(NOW(6) - INTERVAL " + age.toNanos() / 1000 + " MICROSECOND)";
+    }
+
+    @Override
+    public String timestampParameter() {
+        return "CAST(? AS DATETIME(6))";
+    }
+
+    /** In the session's time zone, as {@code NOW()} and a {@code TIMESTAMP} column read back. */
+    @Override
+    public String fromEpochMicros() {
+        return "FROM_UNIXTIME(? / 1000000)";
+    }
+
+    @Override
+    public String epochMicros(String timestamp) {
+        return "CAST(UNIX_TIMESTAMP(" + timestamp + ") * 1000000 AS SIGNED)";
+    }
+
+    @Override
     public String oldestAgeSeconds(String table, String column) {
         return "SELECT TIMESTAMPDIFF(MICROSECOND, min(" + column + "), NOW(6)) / 1e6 FROM " + table;
     }

@@ -54,8 +54,27 @@ public interface OutboxSql {
      */
     boolean publishedPast(LogMark mark, Connection c, java.util.function.Supplier<OffsetTable> stored) throws SQLException;
 
+    /**
+     * Moves the stream past the log's current end even when nothing else is written (Postgres: a heartbeat message, which
+     * the router publishes nothing for), so that {@link #publishedPast} can come true on a quiet database.
+     */
+    default void nudge(Connection c) throws SQLException {
+    }
+
     /** A condition on {@code column} (a timestamp) that holds for rows older than {@code age}, by the database's clock. */
     String olderThan(String column, java.time.Duration age);
+
+    /** An SQL expression for the database's clock {@code age} ago (within a snapshot: as of its start). */
+    String nowMinus(java.time.Duration age);
+
+    /** An SQL expression for a timestamp given as a text parameter in the database's own rendering ({@link #asText}). */
+    String timestampParameter();
+
+    /** An SQL expression for an instant given as a parameter in microseconds since the epoch. */
+    String fromEpochMicros();
+
+    /** An SQL expression for the microseconds since the epoch of a timestamp expression. */
+    String epochMicros(String timestamp);
 
     /** The age in seconds of the oldest value of {@code column} in {@code table}, as one SQL query (null when empty). */
     String oldestAgeSeconds(String table, String column);

@@ -55,9 +55,43 @@ final class PostgresOutboxSql implements OutboxSql {
         }
     }
 
+    /** A heartbeat message, as the slot monitor writes; pgoutput carries messages from Postgres 14 on. */
+    @Override
+    public void nudge(Connection c) throws SQLException {
+        if (!PostgresVersion.atLeast(c, PostgresVersion.MESSAGES)) {
+            return;
+        }
+        try (var ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
+            ps.setString(1, SlotMonitor.HEARTBEAT_PREFIX);
+            ps.setString(2, config.source().postgres().slot());
+            ps.execute();
+        }
+    }
+
     @Override
     public String olderThan(String column, Duration age) {
         return column + " < now() - interval '" + age.toMillis() + " milliseconds'";
+    }
+
+    @Override
+    public String nowMinus(Duration age) {
+        return "(now() - interval '" + age.toMillis() + " milliseconds')";
+    }
+
+    @Override
+    public String timestampParameter() {
+        return "CAST(? AS timestamptz)";
+    }
+
+    @Override
+    public String fromEpochMicros() {
+        return "to_timestamp(CAST(? AS float8) / 1000000)";
+    }
+
+    /** A time column without a zone is read in the session's zone, as {@code now()} fills it. */
+    @Override
+    public String epochMicros(String timestamp) {
+        return "CAST(EXTRACT(EPOCH FROM CAST(" + timestamp + " AS timestamptz)) * 1000000 AS bigint)";
     }
 
     @Override

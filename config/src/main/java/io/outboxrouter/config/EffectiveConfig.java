@@ -65,6 +65,9 @@ public final class EffectiveConfig {
         outbox.put("retention", Durations.format(c.outbox().retention().after()));
         outbox.put("retention-time-column", c.outbox().retention().timeColumn());
         outbox.put("retention-batch-size", c.outbox().retention().batchSize());
+        var audit = c.outbox().audit();
+        outbox.put("audit", map("enabled", audit.enabled(), "interval", Durations.format(audit.interval()), "lag", Durations.format(audit.lag()),
+                "on-loss", ConfigNode.lower(audit.onLoss())));
         root.put("outbox", outbox);
         var routing = new LinkedHashMap<String, Object>();
         if (eventRouter == null) {

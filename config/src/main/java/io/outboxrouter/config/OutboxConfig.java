@@ -10,8 +10,9 @@ import java.util.Map;
  * @param headers       column name to Kafka header name, for extra columns carried as headers
  * @param payloadFormat whether payloads are checked before publishing
  * @param retention     whether, and when, the router deletes published rows
+ * @param audit         the running self-audit: every outbox row committed is matched with what the stream delivered
  */
-public record OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat, Retention retention) {
+public record OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat, Retention retention, Audit audit) {
 
     /** What the payload column holds. */
     public enum PayloadFormat {
@@ -30,7 +31,32 @@ public record OutboxConfig(Columns columns, Map<String, String> headers, Payload
     }
 
     public OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat) {
-        this(columns, headers, payloadFormat, Retention.OFF);
+        this(columns, headers, payloadFormat, Retention.OFF, Audit.DEFAULT);
+    }
+
+    public OutboxConfig(Columns columns, Map<String, String> headers, PayloadFormat payloadFormat, Retention retention) {
+        this(columns, headers, payloadFormat, retention, Audit.DEFAULT);
+    }
+
+    /** What the running self-audit does with a row the stream passed without delivering it. */
+    public enum OnLoss {
+        /** Stop the router, naming the rows and how to publish them again (the default). */
+        STOP,
+        /** Publish the rows again at once from the table (header {@code replayed=true}), count them and log an error. */
+        REPLAY
+    }
+
+    /**
+     * The running self-audit: every {@code interval}, the ids of the outbox rows dated (by the retention time column)
+     * before {@code lag} ago are read and matched with the events the stream delivered; a row the stream passed without
+     * delivering it is a loss, whatever its cause.
+     *
+     * @param lag how old a row must be before it is read: a transaction open longer than this between its row's time and its
+     *            commit is not seen by the audit
+     */
+    public record Audit(boolean enabled, Duration interval, Duration lag, OnLoss onLoss) {
+        public static final Audit DEFAULT = new Audit(true, Duration.ofSeconds(10), Duration.ofMinutes(1), OnLoss.STOP);
+        public static final Audit OFF = new Audit(false, DEFAULT.interval, DEFAULT.lag, DEFAULT.onLoss);
     }
 
     /**

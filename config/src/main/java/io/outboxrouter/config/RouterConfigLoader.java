@@ -191,6 +191,10 @@ public final class RouterConfigLoader {
             top.problem("outbox.retention", "deletes published rows of the outbox tables, and this router has none "
                     + "(logical decoding messages leave nothing to delete): remove it");
         }
+        if (outbox.retention().on() && !outbox.audit().enabled()) {
+            top.problem("outbox.retention", "deletes only rows the self-audit proved published, and outbox.audit.enabled is false: "
+                    + "turn the audit on, or retention off");
+        }
         return new RouterConfig(name, source, outbox, routing, kafka, offsets, http, debezium, tracing);
     }
 

@@ -70,7 +70,19 @@ final class RoutingConfigLoader {
         }
         String timeColumn = column(n, "retention-time-column", off.timeColumn());
         int batchSize = n.integer("retention-batch-size", off.batchSize(), 1, 100_000);
-        return new OutboxConfig(columns, headers, format, new OutboxConfig.Retention(after, timeColumn, batchSize));
+        return new OutboxConfig(columns, headers, format, new OutboxConfig.Retention(after, timeColumn, batchSize), audit(n.child("audit")));
+    }
+
+    private static OutboxConfig.Audit audit(ConfigNode n) {
+        var d = OutboxConfig.Audit.DEFAULT;
+        boolean enabled = n.bool("enabled", d.enabled());
+        Duration interval = n.duration("interval", d.interval());
+        if (interval.toMillis() < 100) {
+            n.problem(n.key("interval"), "must be at least 100ms (was \"" + Durations.format(interval) + "\")");
+        }
+        Duration lag = n.duration("lag", d.lag());
+        var onLoss = n.choice("on-loss", OutboxConfig.OnLoss.class, d.onLoss());
+        return new OutboxConfig.Audit(enabled, interval, lag, onLoss);
     }
 
     static String column(ConfigNode n, String field, String defaultName) {

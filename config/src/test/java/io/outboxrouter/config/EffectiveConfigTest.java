@@ -43,9 +43,10 @@ class EffectiveConfigTest {
             "outbox.columns.payload", "body",
             "outbox.payload-format", "json",
             "outbox.headers.*", Map.of("tracing", "traceparent"),
-            "outbox.retention", "7d",
             "outbox.retention-time-column", "inserted_at",
-            "outbox.retention-batch-size", 250,
+            "outbox.audit.interval", "30s",
+            "outbox.audit.lag", "5m",
+            "outbox.audit.on-loss", "replay",
             "routing.topic", "events.${kind}",
             "routing.dead-letters.policy", "skip",
             "routing.dead-letters.topic", "orders.dlq",
@@ -68,6 +69,8 @@ class EffectiveConfigTest {
             "tracing.enabled", true,
             "debezium.*", ordered("slot.max.retries", "3", "database.password", "dbz-pw"));
     private static final Map<String, Object> POSTGRES = ordered(
+            "outbox.retention", "7d",
+            "outbox.retention-batch-size", 250,
             "source.kind", "postgres",
             "source.url", "jdbc:postgresql://db:6543/shop",
             "source.tables", List.of("sales.outbox", "billing.outbox"),
@@ -78,6 +81,8 @@ class EffectiveConfigTest {
             "source.postgres.shards", 4,
             "source.postgres.shard", "1/4");
     private static final Map<String, Object> MARIADB = ordered(
+            "outbox.retention", "7d",
+            "outbox.retention-batch-size", 250,
             "source.kind", "mariadb",
             "source.url", "jdbc:mariadb://db:3307/shop",
             "source.tables", List.of("shop.events"),
@@ -90,12 +95,15 @@ class EffectiveConfigTest {
             "source.kind", "postgres",
             "source.url", "jdbc:postgresql://db:6543/shop",
             "source.tables", List.of("sales.outbox"),
-            "source.postgres.messages.prefix", "orders-events");
+            "source.postgres.messages.prefix", "orders-events",
+            // Retention deletes only rows the audit proved published: not given here.
+            "outbox.audit.enabled", false);
     /** Debezium's EventRouter options in place of the outbox columns, headers and topic template. */
     private static final Map<String, Object> EVENT_ROUTER = ordered(
             "source.kind", "postgres",
             "source.url", "jdbc:postgresql://db:6543/shop",
             "source.tables", List.of("sales.outbox"),
+            "outbox.retention", "7d",
             "routing.event-router.*", ordered("route.topic.replacement", "shop.${routedByValue}", "table.field.event.key", "entity"),
             "routing.format.key", "string",
             "routing.format.value", "schemaless-json",

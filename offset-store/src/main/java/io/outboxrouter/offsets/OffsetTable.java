@@ -74,6 +74,11 @@ public final class OffsetTable implements AutoCloseable {
      * stored: a slot found without a stored position is then known to be the first start's, whose snapshot did not finish.
      */
     public static final String FIRST_START_KEY = "outbox-router.first-start";
+    /**
+     * The row that keeps, per outbox table, the time through which the self-audit proved every row published (matched
+     * with what the stream delivered, or with the records in Kafka): outbox retention deletes no row dated after it.
+     */
+    public static final String AUDITED_KEY = "outbox-router.audited";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -144,6 +149,7 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(CATALOG_KEY);
         out.remove(SOURCE_KEY);
         out.remove(FIRST_START_KEY);
+        out.remove(AUDITED_KEY);
         return out;
     }
 
@@ -169,6 +175,11 @@ public final class OffsetTable implements AutoCloseable {
     /** The loss recorded while the router ran ({@link #GAP_KEY}), as JSON text; empty when none is. */
     public Optional<String> gap(String routerName) {
         return Optional.ofNullable(readAll(routerName).get(GAP_KEY));
+    }
+
+    /** How far the self-audit proved the outbox rows published ({@link #AUDITED_KEY}), as JSON text; empty before it did. */
+    public Optional<String> audited(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(AUDITED_KEY));
     }
 
     /** The catalog the router last streamed with ({@link #CATALOG_KEY}), as JSON text; empty when none is kept. */

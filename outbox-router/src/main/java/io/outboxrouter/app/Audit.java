@@ -79,6 +79,18 @@ public final class Audit {
     }
 
     /**
+     * The event id of every record in the router's topics (events, replayed copies, dead letters, held events) written at
+     * or after {@code from}: what the running self-audit matches a start's unproven rows with.
+     */
+    public void recordedIds(Instant from, Consumer<String> each) throws ExecutionException, InterruptedException {
+        kafka.scan(topics(), from, s -> {
+            if (s.id() != null) {
+                each.accept(s.id());
+            }
+        });
+    }
+
+    /**
      * @param filter   which rows (their time, like replay's --since)
      * @param progress told after each pass
      */

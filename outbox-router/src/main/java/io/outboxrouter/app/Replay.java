@@ -35,6 +35,8 @@ import org.apache.kafka.common.header.internals.RecordHeader;
  */
 public final class Replay {
     private static final int CHUNK = 1000;
+    /** Event ids looked up per query when rows are published again by id. */
+    static final int IDS_PER_QUERY = 500;
     /** MySQL Connector/J reads a whole result set into memory unless told to use a server-side cursor. */
     private static final Properties CURSOR = new Properties();
 
@@ -175,6 +177,51 @@ public final class Replay {
         }
         send(sink, chunk);
         return new Result(published, refusals);
+    }
+
+    /**
+     * The replay's own producer. Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so
+     * that read_committed consumers see a chunk whole or not at all, and a second replay of the same router fences a first.
+     */
+    public static EventSink sink(RouterConfig c) throws Retry.GaveUpException, InterruptedException {
+        if (!c.kafka().exactlyOnce()) {
+            return new io.outboxrouter.kafka.KafkaPublisher(c.kafka(), c.name() + "-replay", java.time.Duration.ofMillis(200),
+                    io.outboxrouter.metrics.RouterListener.NONE);
+        }
+        var transactional = io.outboxrouter.kafka.TransactionalPublisher.of(c.kafka(), c.name() + "-replay",
+                io.outboxrouter.config.KafkaConfig.transactionalId(c.name()) + ".replay", 1, java.time.Duration.ofMillis(200),
+                io.outboxrouter.metrics.RouterListener.NONE);
+        try {
+            transactional.activate();
+        } catch (Retry.GaveUpException | InterruptedException | RuntimeException e) {
+            transactional.close();
+            throw e;
+        }
+        return transactional;
+    }
+
+    /**
+     * Publishes again the rows with these event ids (header {@code replayed=true}) through the replay's own producer, a
+     * query per {@link #IDS_PER_QUERY} ids, each batch in commit order; returns how many records it published.
+     *
+     * @param timeColumn orders the rows of a transaction, after their commit order where the server keeps it
+     * @param rejected   told about every row that cannot be routed
+     */
+    public static long republish(RouterConfig config, List<String> ids, String timeColumn, Consumer<String> rejected)
+            throws SQLException, Retry.GaveUpException, InterruptedException {
+        if (ids.isEmpty()) {
+            return 0;
+        }
+        var replay = new Replay(config);
+        long published = 0;
+        try (var sink = sink(config)) {
+            for (int from = 0; from < ids.size(); from += IDS_PER_QUERY) {
+                var batch = ids.subList(from, Math.min(ids.size(), from + IDS_PER_QUERY));
+                published += replay.run(Optional.of(sink), r -> { }, rejected,
+                        ReplayFilter.ofIds(batch, timeColumn)).published();
+            }
+        }
+        return published;
     }
 
     private static void send(Optional<EventSink> sink, List<ProducerRecord<byte[], byte[]>> chunk)

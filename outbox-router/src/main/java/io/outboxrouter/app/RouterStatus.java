@@ -19,11 +19,13 @@ import java.util.Map;
  * @param retention      what outbox retention has done; null when it is off
  * @param perMinute      events published per minute, oldest first, the current minute last
  * @param parkedCount    aggregates parked ({@code park-aggregate}); {@code parked} lists the oldest of them
+ * @param audit          what the self-audit knows; null when it is off
  */
 record RouterStatus(String router, RouterState state, String source, Instant startedAt, long published, long deadLetters, long skipped,
                     long retries, Instant offsetStoredAt, long offsetWritesFailed, Map<String, String> storedOffsets, String offsetsError,
                     SlotMonitor.SlotState slot, Retention.Status retention, List<RecentProblems.Problem> problems, long[] perMinute,
-                    int parkedCount, List<io.outboxrouter.metrics.RouterMetrics.ParkedAggregate> parked) {
+                    int parkedCount, List<io.outboxrouter.metrics.RouterMetrics.ParkedAggregate> parked,
+                    io.outboxrouter.audit.SelfAudit.Status audit) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     boolean streaming() {
@@ -69,6 +71,17 @@ record RouterStatus(String router, RouterState state, String source, Instant sta
                     .put("last_error", retention.lastError());
             var oldest = r.putObject("oldest_row_age_seconds");
             retention.oldestKept().forEach((table, age) -> oldest.put(table, age.toMillis() / 1000.0));
+        }
+        if (audit != null) {
+            var a = o.putObject("audit");
+            a.put("matched_rows", audit.matched()).put("lost_rows", audit.lost()).put("replayed_rows", audit.replayed())
+                    .put("waiting_rows", audit.waiting())
+                    .put("oldest_waiting_age_seconds", audit.oldestWaiting() == null ? null : audit.oldestWaiting().toMillis() / 1000.0)
+                    .put("last_run", audit.lastRun() == null ? null : audit.lastRun().toString()).put("last_error", audit.lastError());
+            var through = a.putObject("proven_through");
+            audit.provenThrough().forEach(through::put);
+            var blind = a.putArray("blind");
+            audit.blind().forEach(blind::add);
         }
         if (parkedCount > 0) {
             var p = o.putObject("parked");

@@ -50,6 +50,9 @@ final class SourceStream implements AutoCloseable {
     private final Optional<SlotMonitor> monitor;
     private final Optional<StatementInsertWatch> statementInserts;
     private final Optional<Retention> retention;
+    /** The ids the stream delivered and the self-audit that matches them with the rows committed; empty when it is off. */
+    private final io.outboxrouter.audit.DeliveredIds delivered;
+    private final Optional<io.outboxrouter.audit.SelfAudit> audit;
     private volatile CdcEngine engine;
     private volatile boolean activatedBefore;
     private volatile boolean closed;
@@ -62,9 +65,13 @@ final class SourceStream implements AutoCloseable {
         this.acceptGapGivenAt = acceptGap ? java.time.Instant.now() : null;
         this.source = source;
         // Held events lost from the parking topic stop the stream as a change of the source does, kept for the next start.
+        var auditing = config.outbox().audit();
+        this.delivered = auditing.enabled() && !config.source().tables().isEmpty()
+                ? new io.outboxrouter.audit.DeliveredIds(auditing.interval().toMillis()) : null;
         this.handlers = sink -> {
             var h = handlers.apply(sink);
             h.whenParkingLost(problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem)));
+            h.recordDeliveriesIn(delivered);
             return h;
         };
         if (!config.kafka().exactlyOnce()) {
@@ -89,6 +96,11 @@ final class SourceStream implements AutoCloseable {
         metrics.offsetStore(() -> engine == null ? Optional.empty() : engine.offsetStore());
         this.retention = config.outbox().retention().on()
                 ? Optional.of(new Retention(config, source.outboxSql(), metrics.retentionListener())) : Optional.empty();
+        this.audit = delivered == null ? Optional.empty() : Optional.of(new io.outboxrouter.audit.SelfAudit(config, source.outboxSql(), delivered,
+                (table, ids) -> Replay.republish(config, ids, config.outbox().retention().timeColumn(), reason -> LOG.error("Router {}: a lost row cannot be routed: {}", config.name(), reason)),
+                (from, each) -> new Audit(config).recordedIds(from, each),
+                problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem))));
+        audit.ifPresent(a -> metrics.audit(a::status));
     }
 
     /** Builds the stream's parts; {@link #start()} then takes its lock (or stands by) and streams. */
@@ -113,8 +125,9 @@ final class SourceStream implements AutoCloseable {
     void start(String healthUrl) {
         this.healthUrl = healthUrl;
         leadership.start(new LeadershipListener());
-        // Only while this process streams: a standby deletes nothing.
+        // Only while this process streams: a standby deletes nothing, and audits nothing.
         retention.ifPresent(r -> r.start(this::isStreaming));
+        audit.ifPresent(a -> a.start(this::isStreaming));
     }
 
     RouterConfig config() {
@@ -133,12 +146,17 @@ final class SourceStream implements AutoCloseable {
         return retention;
     }
 
+    Optional<io.outboxrouter.audit.SelfAudit> audit() {
+        return audit;
+    }
+
     /** What the stream does as its lock comes and goes. */
     private final class LeadershipListener implements Leadership.Listener<RouterLock> {
         /** Holds the lock: takes a new fencing token, checks the source and starts the engine. */
         @Override
         public void activated(RouterLock lock) {
             long fence;
+            java.util.Map<String, String> startsFrom;
             // One connection pool for everything this activation reads and writes in the table before the engine starts.
             try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
                 table.createIfMissing();
@@ -156,6 +174,7 @@ final class SourceStream implements AutoCloseable {
                     // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
                     table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
+                startsFrom = table.read(config.name());
             }
             if (config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
                 // The parked aggregates, read before the first event; the lock's session must outlive the retries (MySQL ends
@@ -173,6 +192,9 @@ final class SourceStream implements AutoCloseable {
             }
             // What outbox.retention needs of the outbox tables, refused before the source is prepared.
             RetentionChecks.refuseUnless(RetentionChecks.checks(config, source.outboxSql()));
+            // The rows dated after the position the engine starts from are this stream's to deliver.
+            boolean acceptGap = !activatedBefore && acceptGapGivenAt != null;
+            audit.ifPresent(a -> a.activated(startsFrom, acceptGap));
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
             activatedBefore = true;
@@ -279,7 +301,8 @@ final class SourceStream implements AutoCloseable {
     /** Streaming, and the last offset write did not fail. */
     boolean isReady() {
         var e = engine;
-        return isStreaming() && e.offsetStore().map(s -> s.consecutiveFailures() == 0).orElse(true);
+        return isStreaming() && e.offsetStore().map(s -> s.consecutiveFailures() == 0).orElse(true)
+                && audit.map(a -> !a.foundLoss()).orElse(true);
     }
 
     String describe() {
@@ -323,6 +346,7 @@ final class SourceStream implements AutoCloseable {
             parked.cancelActivation(); // a parking read under way in an activation gives up: the router stops
         }
         retention.ifPresent(Retention::close); // off the publishing path: stops first, mid-batch if need be
+        audit.ifPresent(io.outboxrouter.audit.SelfAudit::close);
         timer.shutdown(); // lets an activation already under way finish, so that its engine is the one closed below
         try {
             if (!timer.awaitTermination(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {

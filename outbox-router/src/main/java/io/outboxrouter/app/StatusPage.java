@@ -130,6 +130,21 @@ final class StatusPage {
             }
         }
 
+        if (s.audit() != null) {
+            var a = s.audit();
+            h.append("<h2>Self-audit</h2><table><tr><th>rows matched with what the stream delivered</th><td>").append(a.matched())
+                    .append("</td></tr><tr><th>rows lost</th><td class=\"").append(a.lost() > 0 ? "bad" : "ok").append("\">").append(a.lost())
+                    .append(a.replayed() > 0 ? " (" + a.replayed() + " published again)" : "").append("</td></tr><tr><th>rows not delivered yet</th><td>")
+                    .append(a.waiting()).append(a.oldestWaiting() == null ? "" : ", the oldest " + human(a.oldestWaiting()) + " old").append("</td></tr>");
+            a.provenThrough().forEach((table, through) -> h.append("<tr><th>every row of <code>").append(esc(table))
+                    .append("</code> proven published through</th><td>").append(esc(through)).append("</td></tr>"));
+            a.blind().forEach(b -> h.append("<tr><th>cannot see</th><td class=\"warn\">").append(esc(b)).append("</td></tr>"));
+            if (a.lastError() != null) {
+                h.append("<tr><th>last error</th><td class=\"bad\">").append(esc(a.lastError())).append("</td></tr>");
+            }
+            h.append("<tr><th>last look</th><td>").append(a.lastRun() == null ? "not yet" : a.lastRun().toString()).append("</td></tr></table>");
+        }
+
         if (s.retention() != null) {
             var r = s.retention();
             h.append("<h2>Outbox retention</h2><table><tr><th>deletes published rows older than</th><td>")

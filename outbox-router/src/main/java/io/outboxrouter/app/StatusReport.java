@@ -57,7 +57,7 @@ final class StatusReport implements AutoCloseable {
                 metrics.skippedTotal(), metrics.retriesTotal(), store.map(OffsetStoreStats.Snapshot::lastStored).orElse(null),
                 store.map(OffsetStoreStats.Snapshot::failed).orElse(0L), stored, offsetsError, slot.map(SlotMonitor::state).orElse(null),
                 retention.map(Retention::status).orElse(null), problems == null ? List.of() : problems.newestFirst(),
-                metrics.publishedPerMinute(), metrics.parkedCount(), metrics.parkedOldestFirst());
+                metrics.publishedPerMinute(), metrics.parkedCount(), metrics.parkedOldestFirst(), metrics.auditStatus());
     }
 
     @Override

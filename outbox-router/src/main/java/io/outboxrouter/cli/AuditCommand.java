@@ -5,7 +5,6 @@ import io.outboxrouter.app.Replay;
 import io.outboxrouter.app.ReplayFilter;
 import java.time.Instant;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -23,8 +22,6 @@ import picocli.CommandLine.Option;
                         + "share of the aggregates."})
 final class AuditCommand implements Callable<Integer> {
     private static final int LISTED = 20;
-    /** Missing events published again per query. */
-    private static final int REPAIR_BATCH = 500;
 
     @Mixin
     ConfigOption config;
@@ -105,18 +102,10 @@ final class AuditCommand implements Callable<Integer> {
         if (report.missing().size() < report.missingCount()) {
             System.out.println("Publishing the first " + report.missing().size() + " again; run it again for the rest.");
         }
-        var replay = new Replay(c);
-        long published = 0;
-        try (var sink = ReplayCommand.sink(c)) {
-            // A query per few hundred events, each in commit order; the report lists an aggregate's missing rows together, in
-            // commit order, so the batches keep each aggregate's order.
-            var missing = report.missing();
-            for (int from = 0; from < missing.size(); from += REPAIR_BATCH) {
-                var ids = missing.subList(from, Math.min(missing.size(), from + REPAIR_BATCH)).stream().map(Audit.Missing::id).toList();
-                published += replay.run(Optional.of(sink), r -> { }, reason -> System.err.println("outbox-router: not routable: "
-                        + reason), ReplayFilter.ofIds(ids, timeColumn)).published();
-            }
-        }
+        // A query per few hundred events, each in commit order; the report lists an aggregate's missing rows together, in
+        // commit order, so the batches keep each aggregate's order.
+        long published = Replay.republish(c, report.missing().stream().map(Audit.Missing::id).toList(), timeColumn,
+                reason -> System.err.println("outbox-router: not routable: " + reason));
         System.out.println(published + " missing event(s) published again, each with the header replayed=true.");
         return report.outOfOrderCount() == 0 && published == report.missingCount() ? 0 : Main.EXIT_FAILED;
     }

@@ -2,13 +2,8 @@ package io.outboxrouter.cli;
 
 import io.outboxrouter.app.Replay;
 import io.outboxrouter.app.ReplayFilter;
-import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.kafka.EventSink;
-import io.outboxrouter.kafka.KafkaPublisher;
-import io.outboxrouter.kafka.TransactionalPublisher;
-import io.outboxrouter.metrics.RouterListener;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -147,23 +142,8 @@ final class ReplayCommand implements Callable<Integer> {
         return result.rejected() > 0 ? Main.EXIT_FAILED : 0;
     }
 
-    /**
-     * The replay's own producer. Exactly-once: each chunk in a Kafka transaction of the replay's own transactional id, so
-     * that read_committed consumers see a chunk whole or not at all, and a second replay of the same router fences a first.
-     */
     static EventSink sink(io.outboxrouter.config.RouterConfig c) throws io.outboxrouter.retry.Retry.GaveUpException, InterruptedException {
-        if (!c.kafka().exactlyOnce()) {
-            return new KafkaPublisher(c.kafka(), c.name() + "-replay", Duration.ofMillis(200), RouterListener.NONE);
-        }
-        var transactional = TransactionalPublisher.of(c.kafka(), c.name() + "-replay", KafkaConfig.transactionalId(c.name()) + ".replay", 1,
-                Duration.ofMillis(200), RouterListener.NONE);
-        try {
-            transactional.activate();
-        } catch (io.outboxrouter.retry.Retry.GaveUpException | InterruptedException | RuntimeException e) {
-            transactional.close();
-            throw e;
-        }
-        return transactional;
+        return Replay.sink(c);
     }
 
     private static List<String> concat(String first, List<String> rest) {

@@ -41,6 +41,7 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
     private final AtomicReference<Instant> lastCommitTime = new AtomicReference<>();
     private final ConcurrentHashMap<String, Counter> publishedByTopic = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, AtomicLong> retentionOldest = new ConcurrentHashMap<>();
+    private volatile Supplier<io.outboxrouter.audit.SelfAudit.Status> audit;
     private final ConcurrentHashMap<String, AtomicLong> retries = new ConcurrentHashMap<>();
     private final Throughput throughput = new Throughput(Clock.systemUTC());
     private final LogEventCounter logEvents;
@@ -127,6 +128,32 @@ public final class RouterMetrics implements RouterListener, AutoCloseable {
         Gauge.builder("outbox.router.slot.retained.wal.bytes", bytes, b -> b.getAsLong() < 0 ? Double.NaN : b.getAsLong())
                 .description("WAL the replication slot keeps on the server (Postgres), measured every 15 s")
                 .strongReference(true).register(registry);
+    }
+
+    /** Registers what the self-audit knows: rows matched, lost, published again, and those waiting for the stream. */
+    public void audit(Supplier<io.outboxrouter.audit.SelfAudit.Status> status) {
+        this.audit = status;
+        FunctionCounter.builder("outbox.router.audit.matched.rows", status, s -> s.get().matched())
+                .description("outbox rows the self-audit matched with an event the stream delivered (or a record in Kafka)").register(registry);
+        FunctionCounter.builder("outbox.router.audit.lost.rows", status, s -> s.get().lost())
+                .description("outbox rows that committed and that the stream passed without delivering, found by the self-audit")
+                .register(registry);
+        FunctionCounter.builder("outbox.router.audit.replayed.rows", status, s -> s.get().replayed())
+                .description("records of lost rows published again by the self-audit (outbox.audit.on-loss: replay)").register(registry);
+        Gauge.builder("outbox.router.audit.waiting.rows", status, s -> s.get().waiting())
+                .description("outbox rows the self-audit read that the stream has not delivered yet").strongReference(true).register(registry);
+        Gauge.builder("outbox.router.audit.oldest.waiting.age.seconds", status,
+                        s -> s.get().oldestWaiting() == null ? 0 : s.get().oldestWaiting().toMillis() / 1000.0)
+                .description("age of the oldest outbox row the stream has not delivered yet, as the self-audit last looked (0: none)")
+                .strongReference(true).register(registry);
+        Gauge.builder("outbox.router.audit.blind.tables", status, s -> s.get().blind().size())
+                .description("outbox tables the self-audit cannot read (no time column)").strongReference(true).register(registry);
+    }
+
+    /** What the self-audit knows, or null when it is off. */
+    public io.outboxrouter.audit.SelfAudit.Status auditStatus() {
+        var a = audit;
+        return a == null ? null : a.get();
     }
 
     /** Registers the streaming state. */

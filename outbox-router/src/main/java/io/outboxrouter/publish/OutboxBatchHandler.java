@@ -52,6 +52,11 @@ public final class OutboxBatchHandler implements ChangeHandler {
      * the events: a source transaction of any size is one Kafka transaction. Engine thread only.
      */
     private final Uncommitted uncommitted = new Uncommitted();
+    /** Where the ids of the rows delivered go, for the self-audit; null when it is off. */
+    private volatile io.outboxrouter.audit.DeliveredIds delivered;
+    /** The hashes of the ids of the rows handled and not yet acknowledged (exactly-once: until the next commit). Engine thread only. */
+    private long[] handledIds = new long[256];
+    private int handledCount;
 
     /**
      * @param policy      what becomes of rows that cannot be routed
@@ -160,12 +165,18 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public synchronized void handle(List<ChangeEvent> batch) throws Retry.GaveUpException, InterruptedException {
         var outcomes = new ArrayList<Outcome>(batch.size());
+        if (!sink.transactional()) {
+            handledCount = 0; // a batch that failed before its acknowledgements delivered nothing
+        }
         requireUsable();
         if (parking != null) {
             parking.reloadIfNeeded(this::carryOutRequests);
         }
         for (ChangeEvent change : batch) {
             RoutingResult result = routing.route(change);
+            if (result instanceof RoutingResult.Publish || result instanceof RoutingResult.Reject) {
+                handled(change);
+            }
             if (result instanceof RoutingResult.Publish p) {
                 var tooLarge = sink.refusesForSize(p.record());
                 var park = parking == null ? Optional.<ParkedAggregates.Park>empty() : routing.aggregateOf(change).flatMap(parking::parkOf);
@@ -209,7 +220,12 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
         }
         if (sink.transactional()) {
-            sink.send(records(outcomes)); // acknowledged at commit, with the source position
+            try {
+                sink.send(records(outcomes)); // acknowledged at commit, with the source position
+            } catch (Retry.GaveUpException | InterruptedException | RuntimeException e) {
+                handledCount = 0; // the open transaction is aborted with it: its rows are read again
+                throw e;
+            }
             uncommitted.add(outcomes, start);
             uncommitted.spans.addAll(spans);
             return;
@@ -245,6 +261,7 @@ public final class OutboxBatchHandler implements ChangeHandler {
             }
         }
         letters.forEach(letter -> letter.acknowledged(listener, ackTime));
+        deliveredHandled();
         tracing.acknowledged(spans);
         listener.batchPublished(outcomes.size(), Duration.ofNanos(System.nanoTime() - start));
     }
@@ -268,6 +285,40 @@ public final class OutboxBatchHandler implements ChangeHandler {
     public void cancelActivation() {
         if (parking != null) {
             parking.cancelLoad();
+        }
+    }
+
+    /**
+     * Where the ids of the outbox rows this handler delivered go (published and acknowledged, dead-lettered, held or skipped
+     * by policy: each accounted for), once acknowledged, for the self-audit.
+     */
+    public void recordDeliveriesIn(io.outboxrouter.audit.DeliveredIds ids) {
+        this.delivered = ids;
+    }
+
+    /** A row of an outbox table (not a message: messages have no row to audit) that this batch accounts for. */
+    private void handled(ChangeEvent change) {
+        if (delivered == null || change.operation().isMessage()) {
+            return;
+        }
+        var id = routing.eventIdOf(change);
+        if (id.isEmpty()) {
+            return;
+        }
+        if (handledCount == handledIds.length) {
+            handledIds = java.util.Arrays.copyOf(handledIds, handledIds.length * 2);
+        }
+        handledIds[handledCount++] = io.outboxrouter.audit.DeliveredIds.hash(id.get());
+    }
+
+    private void deliveredHandled() {
+        var d = delivered;
+        if (d != null) {
+            d.addAll(handledIds, handledCount, System.currentTimeMillis());
+        }
+        handledCount = 0;
+        if (handledIds.length > 4096) {
+            handledIds = new long[256]; // a large transaction's array is not kept
         }
     }
 
@@ -295,7 +346,13 @@ public final class OutboxBatchHandler implements ChangeHandler {
     @Override
     public synchronized void commit(SourcePosition position) throws Retry.GaveUpException, InterruptedException {
         requireUsable();
-        sink.commit(position);
+        try {
+            sink.commit(position);
+        } catch (Retry.GaveUpException | InterruptedException | RuntimeException e) {
+            handledCount = 0; // the transaction is aborted: its rows are read again
+            throw e;
+        }
+        deliveredHandled();
         tracing.acknowledged(uncommitted.spans);
         uncommitted.spans.clear();
         uncommitted.acknowledged(listener, Instant.now());

@@ -166,11 +166,17 @@ public final class Retention implements AutoCloseable {
         String waiting = null;
         SQLException failed = null;
         try (Connection c = config.source().connection().open()) {
+            var proven = io.outboxrouter.audit.AuditedThrough.provenThrough(stored().audited(config.name()).orElse(null));
             for (String table : config.source().tables()) {
                 int total = 0;
+                String provenThrough = proven.get(table);
                 try {
                     while (!closed && active.getAsBoolean()) {
-                        var batch = candidates(c, table);
+                        if (provenThrough == null) {
+                            waiting = "the self-audit to prove rows of " + table + " published";
+                            break;
+                        }
+                        var batch = candidates(c, table, provenThrough);
                         if (batch.ids().isEmpty()) {
                             break;
                         }
@@ -183,7 +189,7 @@ public final class Retention implements AutoCloseable {
                                     batch.ids().size(), table, batch.mark().text());
                             break;
                         }
-                        total += delete(c, table, batch.ids(), active);
+                        total += delete(c, table, batch.ids(), provenThrough, active);
                         if (batch.ids().size() < settings.batchSize() * BATCHES_PER_SNAPSHOT) {
                             break;
                         }
@@ -218,19 +224,26 @@ public final class Retention implements AutoCloseable {
     private record Candidates(OutboxSql.LogMark mark, List<Object> ids) {
     }
 
-    /** In one snapshot: the log mark, then the ids of the old rows (of this stream's shard) visible in it, oldest first. */
-    private Candidates candidates(Connection c, String table) throws SQLException {
+    /**
+     * In one snapshot: the log mark, then the ids of the old rows (of this stream's shard) visible in it that the self-audit
+     * proved published (dated through {@code proven}), oldest first.
+     */
+    private Candidates candidates(Connection c, String table, String proven) throws SQLException {
         var mark = source.beginSnapshot(c);
         try {
             var columns = config.outbox().columns();
             String filter = source.rowFilter(table);
             String sql = "SELECT " + columns.id() + " FROM " + table + " WHERE " + source.olderThan(settings.timeColumn(), settings.after())
+                    + " AND " + settings.timeColumn() + " <= " + source.timestampParameter()
                     + (filter == null ? "" : " AND (" + filter + ")") + " ORDER BY " + settings.timeColumn()
                     + " LIMIT " + (settings.batchSize() * BATCHES_PER_SNAPSHOT);
             var ids = new ArrayList<>();
-            try (var st = c.createStatement(); var rs = st.executeQuery(sql)) {
-                while (rs.next()) {
-                    ids.add(rs.getObject(1));
+            try (var ps = c.prepareStatement(sql)) {
+                ps.setString(1, proven);
+                try (var rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        ids.add(rs.getObject(1));
+                    }
                 }
             }
             return new Candidates(mark, ids);
@@ -254,13 +267,14 @@ public final class Retention implements AutoCloseable {
     }
 
     /** By id, a batch at a time, each its own short transaction, with a pause as long as the batch took (at least 20 ms). */
-    private int delete(Connection c, String table, List<Object> ids, BooleanSupplier active) throws SQLException {
+    private int delete(Connection c, String table, List<Object> ids, String proven, BooleanSupplier active) throws SQLException {
         try (var st = c.createStatement()) {
             st.execute(source.shortLockWait());
         }
         // The age and shard conditions again: an id is not known to be unique, and a newer row with the same id stays.
         String filter = source.rowFilter(table);
-        String also = " AND " + source.olderThan(settings.timeColumn(), settings.after()) + (filter == null ? "" : " AND (" + filter + ")");
+        String also = " AND " + source.olderThan(settings.timeColumn(), settings.after()) + " AND " + settings.timeColumn() + " <= "
+                + source.timestampParameter() + (filter == null ? "" : " AND (" + filter + ")");
         int deleted = 0;
         for (int from = 0; from < ids.size() && !closed && active.getAsBoolean(); from += settings.batchSize()) {
             var batch = ids.subList(from, Math.min(ids.size(), from + settings.batchSize()));
@@ -271,6 +285,7 @@ public final class Retention implements AutoCloseable {
                 for (int i = 0; i < batch.size(); i++) {
                     ps.setObject(i + 1, batch.get(i));
                 }
+                ps.setString(batch.size() + 1, proven);
                 int n = ps.executeUpdate();
                 deleted += n;
                 deletedTotal.addAndGet(n);

@@ -59,6 +59,7 @@ abstract class OutboxContract {
         return "name: " + name + "\n" + db.sourceYaml() + """
                 outbox:
                   headers: { tracingspancontext: traceparent }
+                  audit: { interval: 500ms, lag: 1s }
                 routing:
                   topic: "%s.${aggregatetype}"
                 kafka:

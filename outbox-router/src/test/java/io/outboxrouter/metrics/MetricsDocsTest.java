@@ -71,6 +71,7 @@ class MetricsDocsTest {
             metrics.batchPublished(1, Duration.ofMillis(1));
             metrics.retentionDeleted("public.outbox", 1);
             metrics.retentionOldest("public.outbox", Duration.ofSeconds(1));
+            metrics.audit(() -> new io.outboxrouter.audit.SelfAudit.Status(List.of(), java.util.Map.of(), 0, null, 1, 0, 0, null, null));
             metrics.kafkaTransaction(true);
             metrics.retrying("kafka_publish", new RuntimeException("test"));
             LoggerFactory.getLogger(MetricsDocsTest.class).warn("a counted warning");

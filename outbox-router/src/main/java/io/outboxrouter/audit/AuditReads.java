@@ -1,0 +1,170 @@
+package io.outboxrouter.audit;
+
+import io.outboxrouter.cdc.OutboxSql;
+import io.outboxrouter.config.OutboxConfig;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The self-audit's reads of one outbox table, by its time column: the rows of a window, in one snapshot with the log mark
+ * every transaction visible in it committed before; the same rows again, with their aggregates, to name those lost.
+ * Bounds are kept as the database renders them, so that a bound read back compares exactly.
+ */
+final class AuditReads {
+    /** A time, as the database renders it and in microseconds since the epoch. */
+    record Bound(String text, long micros) {
+    }
+
+    /**
+     * The rows of {@code table} dated after {@code lower} and through {@code upper}, as visible before {@code mark}.
+     *
+     * @param skewMillis the router's clock minus the database's, when the window was read
+     */
+    record Window(String table, Bound lower, Bound upper, OutboxSql.LogMark mark, LongSet ids, long skewMillis) {
+    }
+
+    /** A row the report names. */
+    record Row(String id, String aggregateType, String aggregateId, String time, long micros) {
+        Instant instant() {
+            return Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000), Math.floorMod(micros, 1_000_000) * 1000L);
+        }
+
+        @Override
+        public String toString() {
+            return id + " (" + aggregateType + " " + aggregateId + ", " + time + ")";
+        }
+    }
+
+    private final OutboxSql sql;
+    private final OutboxConfig.Columns columns;
+    private final String timeColumn;
+
+    AuditReads(OutboxSql sql, OutboxConfig.Columns columns, String timeColumn) {
+        this.sql = sql;
+        this.columns = columns;
+        this.timeColumn = timeColumn;
+    }
+
+    /** The database's clock {@code ago} before now. */
+    Bound now(Connection c, Duration ago) throws SQLException {
+        return bound(c, "SELECT " + sql.asText("x") + ", " + sql.epochMicros("x") + " FROM (SELECT " + sql.nowMinus(ago) + " AS x) n", null);
+    }
+
+    /** An instant as the database renders it. */
+    Bound at(Connection c, long micros) throws SQLException {
+        return bound(c, "SELECT " + sql.asText("x") + ", " + sql.epochMicros("x") + " FROM (SELECT " + sql.fromEpochMicros() + " AS x) n",
+                micros);
+    }
+
+    private static Bound bound(Connection c, String query, Long parameter) throws SQLException {
+        try (var ps = c.prepareStatement(query)) {
+            if (parameter != null) {
+                ps.setLong(1, parameter);
+            }
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                return new Bound(rs.getString(1), rs.getLong(2));
+            }
+        }
+    }
+
+    /**
+     * In one snapshot: the log mark, then the rows dated after {@code lower} and at least {@code lag} ago, at most about
+     * {@code most} of them (all the rows of the last time read, however many share it).
+     *
+     * @return empty when no time has passed since {@code lower}
+     */
+    Optional<Window> next(Connection c, String table, Bound lower, Duration lag, int most) throws SQLException {
+        long routerNow = System.currentTimeMillis();
+        var mark = sql.beginSnapshot(c);
+        try {
+            var dbNow = now(c, Duration.ZERO);
+            var upper = now(c, lag);
+            long skew = routerNow - dbNow.micros() / 1000;
+            if (upper.micros() <= lower.micros()) {
+                return Optional.empty();
+            }
+            String filter = filter(table);
+            try (var ps = c.prepareStatement("SELECT " + sql.asText(timeColumn) + ", " + sql.epochMicros(timeColumn) + " FROM " + table
+                    + " WHERE " + range() + filter + " ORDER BY " + timeColumn + " LIMIT 1 OFFSET " + most)) {
+                bind(ps, lower, upper);
+                try (var rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        upper = new Bound(rs.getString(1), rs.getLong(2));
+                    }
+                }
+            }
+            var ids = new LongSet(1024);
+            try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + range() + filter)) {
+                bind(ps, lower, upper);
+                ps.setFetchSize(10_000);
+                try (var rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        String id = rs.getString(1);
+                        if (id != null) { // a row without an id is dead-lettered for it, and cannot be matched
+                            ids.add(DeliveredIds.hash(id));
+                        }
+                    }
+                }
+            }
+            return Optional.of(new Window(table, lower, upper, mark, ids, skew));
+        } finally {
+            sql.endSnapshot(c);
+        }
+    }
+
+    /** The rows of a window whose id hashes are in {@code wanted}, dated in its range, oldest first; at most {@code most}. */
+    List<Row> rows(Connection c, Window w, LongSet wanted, int most) throws SQLException {
+        var out = new ArrayList<Row>();
+        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + ", " + columns.aggregateType() + ", " + columns.aggregateId()
+                + ", " + sql.asText(timeColumn) + ", " + sql.epochMicros(timeColumn) + " FROM " + w.table() + " WHERE " + range() + filter(w.table()) + " ORDER BY " + timeColumn)) {
+            bind(ps, w.lower(), w.upper());
+            ps.setFetchSize(10_000);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next() && out.size() < most) {
+                    String id = rs.getString(1);
+                    if (id != null && wanted.contains(DeliveredIds.hash(id))) {
+                        out.add(new Row(id, rs.getString(2), rs.getString(3), rs.getString(4), rs.getLong(5)));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The ids of the rows dated after {@code lower} and through {@code upper}, as hashes (a start's gap, proven from Kafka). */
+    LongSet ids(Connection c, String table, Bound lower, Bound upper) throws SQLException {
+        var ids = new LongSet(1024);
+        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + range() + filter(table))) {
+            bind(ps, lower, upper);
+            ps.setFetchSize(10_000);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    if (rs.getString(1) != null) {
+                        ids.add(DeliveredIds.hash(rs.getString(1)));
+                    }
+                }
+            }
+        }
+        return ids;
+    }
+
+    private String range() {
+        return timeColumn + " > " + sql.timestampParameter() + " AND " + timeColumn + " <= " + sql.timestampParameter();
+    }
+
+    private String filter(String table) {
+        String f = sql.rowFilter(table);
+        return f == null ? "" : " AND (" + f + ")";
+    }
+
+    private static void bind(java.sql.PreparedStatement ps, Bound lower, Bound upper) throws SQLException {
+        ps.setString(1, lower.text());
+        ps.setString(2, upper.text());
+    }
+}

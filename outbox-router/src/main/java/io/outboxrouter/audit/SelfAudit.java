@@ -1,0 +1,478 @@
+package io.outboxrouter.audit;
+
+import io.outboxrouter.audit.AuditReads.Bound;
+import io.outboxrouter.audit.AuditReads.Window;
+import io.outboxrouter.cdc.OutboxSql;
+import io.outboxrouter.config.Durations;
+import io.outboxrouter.config.OutboxConfig;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.offsets.OffsetTable;
+import io.outboxrouter.offsets.OffsetTableSettings;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running self-audit ({@code outbox.audit}): whatever the cause, an outbox row that committed and that the stream
+ * passed without delivering is found. Every interval, in one snapshot, it reads the ids of the rows dated (by the time
+ * column) since its last read and at least the lag ago, with the log mark that every transaction visible there committed
+ * before, and matches them with {@link DeliveredIds}. A row still unmatched once the stream has stored a position past
+ * the mark, at two looks in a row, was never delivered: the router stops naming it, or publishes it again.
+ *
+ * <p>The rows dated before this process's stream began (its stored position's commit time) were delivered by an earlier
+ * process: those after what an earlier audit proved are matched with the records in Kafka instead, once, at the start.
+ * How far every row is proven published is kept per table in the offsets table; retention deletes nothing dated after it.
+ */
+public final class SelfAudit implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SelfAudit.class);
+    /** Rows read from one table per query; a tick reads again while a window is full, up to {@link #READS_PER_TICK}. */
+    static final int MOST_PER_READ = 100_000;
+    static final int READS_PER_TICK = 5;
+    /** Rows waiting for their delivery, over every table: more, and no new window is read until some are matched. */
+    static final int MOST_PENDING = 500_000;
+    /** Ids named in a report of lost rows; the rest are counted. */
+    static final int NAMED = 20;
+    /** How many looks pass between two writes of how far rows are proven published. */
+    private static final int PERSIST_EVERY = 10;
+    /** How soon after the stream connects the audit begins. */
+    private static final Duration STARTING_LOOK = Duration.ofMillis(100);
+
+    /** Publishes rows of a table again, by event id, and says how many records it published. */
+    public interface Republish {
+        long republish(String table, List<String> ids) throws Exception;
+    }
+
+    /** The event ids found in the router's topics among the records written at or after {@code from}. */
+    public interface RecordedIds {
+        void forEach(Instant from, Consumer<String> id) throws Exception;
+    }
+
+    /**
+     * What the audit knows, for the status page and the metrics.
+     *
+     * @param blind         tables it cannot audit, with why
+     * @param provenThrough per table, the time through which every row is proven published
+     * @param waiting       rows read that the stream has not delivered yet
+     * @param oldestWaiting the age of the oldest of them, or null
+     */
+    public record Status(List<String> blind, Map<String, String> provenThrough, long waiting, Duration oldestWaiting, long matched,
+                         long lost, long replayed, Instant lastRun, String lastError) {
+    }
+
+    /** Rows of a window the stream has not delivered yet; {@code looks}: how many looks found them so. */
+    private record Pending(Window window, LongSet remaining, boolean suspect, int looks) {
+    }
+
+    /** A range of a table to prove from Kafka: dated after {@code lower}, through {@code upper}. */
+    private record Gap(Bound lower, Bound upper, String why) {
+    }
+
+    private final RouterConfig config;
+    private final OutboxConfig.Audit settings;
+    private final AuditReads reads;
+    private final OutboxSql sql;
+    private final DeliveredIds delivered;
+    private final Republish republish;
+    private final RecordedIds recorded;
+    private final Consumer<String> stop;
+    private final ScheduledExecutorService timer;
+    private final AuditLosses losses;
+    private final AtomicLong matched = new AtomicLong();
+    private final AtomicLong lostTotal = new AtomicLong();
+    private final AtomicLong replayedTotal = new AtomicLong();
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private final Map<String, Bound> cursor = new LinkedHashMap<>();
+    private final Map<String, Gap> gaps = new LinkedHashMap<>();
+    private final Map<String, String> proven = new java.util.concurrent.ConcurrentHashMap<>();
+    private volatile List<String> audited = List.of();
+    private volatile List<String> blind = List.of();
+    private volatile Map<String, String> startingPosition;
+    private volatile boolean acceptGap;
+    private volatile boolean started;
+    private volatile boolean stopped;
+    private volatile Instant lastRun;
+    private volatile String lastError;
+    private volatile long waitingCount;
+    private volatile Long oldestWaitingMicros;
+    private volatile long skewMillis;
+    private long lastTick;
+    private String persisted;
+    private long persistedAt;
+    private Connection connection;
+    private OffsetTable offsets;
+    private volatile boolean closed;
+
+    /**
+     * @param stop told the reason, when a loss stops the router
+     */
+    public SelfAudit(RouterConfig config, OutboxSql sql, DeliveredIds delivered, Republish republish, RecordedIds recorded,
+                     Consumer<String> stop) {
+        this.config = config;
+        this.settings = config.outbox().audit();
+        this.sql = sql;
+        this.reads = new AuditReads(sql, config.outbox().columns(), config.outbox().retention().timeColumn());
+        this.delivered = delivered;
+        this.republish = republish;
+        this.recorded = recorded;
+        this.stop = stop;
+        this.losses = new AuditLosses(config);
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            var t = new Thread(r, "audit-" + config.name());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * A new stream begins (this process took the lock): the rows dated after {@code stored}'s commit time are this stream's
+     * to deliver. Called before the engine starts.
+     *
+     * @param stored     the engine's stored position as the stream starts from it
+     * @param acceptGap  the operator accepted a gap at this start: rows an earlier process left unpublished are logged, not refused
+     */
+    public synchronized void activated(Map<String, String> stored, boolean acceptGap) {
+        this.startingPosition = Map.copyOf(stored);
+        this.acceptGap = acceptGap;
+        this.started = false;
+        pending.clear();
+        cursor.clear();
+        gaps.clear();
+    }
+
+    /** Runs a look every interval while {@code active} (this process streams); never on a standby. */
+    public void start(BooleanSupplier active) {
+        LOG.info("Router {}: self-audit on: every {}, the outbox rows dated {} ago and older are matched with what the stream delivered; "
+                + "a row it passed without delivering {}", config.name(), Durations.format(settings.interval()),
+                Durations.format(settings.lag()), settings.onLoss() == OutboxConfig.OnLoss.STOP ? "stops the router" : "is published again");
+        long ms = settings.interval().toMillis();
+        // Often, so that a first start (no stored position) begins its audit as soon as the stream is connected; a look
+        // only every interval.
+        timer.scheduleWithFixedDelay(() -> {
+            if (closed || stopped || !active.getAsBoolean()) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (!started || now - lastTick >= TimeUnit.MILLISECONDS.toNanos(ms)) {
+                lastTick = now;
+                tick();
+            }
+        }, STARTING_LOOK.toMillis(), STARTING_LOOK.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** One look: read what is new, match, judge, keep how far everything is proven. */
+    synchronized void tick() {
+        try {
+            var c = connection();
+            if (!started) {
+                begin(c);
+            }
+            long dropped = delivered.takeDroppedThrough();
+            if (dropped > 0) {
+                fellBehind(c, dropped);
+            }
+            proveGaps(c);
+            readNew(c);
+            judge(c);
+            if (stopped) {
+                return; // a loss: nothing after the rows lost counts as proven
+            }
+            keepProven();
+            forgetDelivered();
+            lastError = null;
+        } catch (SQLException | RuntimeException e) {
+            lastError = e.getMessage();
+            LOG.warn("Router {}: the self-audit's look failed, tried again in {}: {}", config.name(), Durations.format(settings.interval()),
+                    e.getMessage());
+            closeConnection();
+        } finally {
+            lastRun = Instant.now();
+        }
+    }
+
+    /** The rows this stream must deliver begin after its stored position's commit; those between the last proof and it are a gap. */
+    private void begin(Connection c) throws SQLException {
+        var columns = new ArrayList<String>();
+        var cannot = new ArrayList<String>();
+        String time = config.outbox().retention().timeColumn();
+        for (String table : config.source().tables()) {
+            if (sql.columns(table).contains(time)) {
+                columns.add(table);
+            } else {
+                cannot.add(table + ": no column " + time);
+            }
+        }
+        audited = List.copyOf(columns);
+        if (!cannot.isEmpty() && !cannot.equals(blind)) {
+            LOG.warn("Router {}: the self-audit cannot see {}: it reads rows by outbox.retention-time-column. Add the column and an index "
+                    + "(created_at timestamptz NOT NULL DEFAULT now(); `schema` prints both), or set outbox.audit.enabled: false",
+                    config.name(), cannot);
+        }
+        blind = List.copyOf(cannot);
+        var commit = StartingPoint.commitMicros(startingPosition);
+        var earlier = AuditedThrough.parse(offsets().audited(config.name()).orElse(null));
+        for (String table : audited) {
+            var lower = commit.isPresent() ? reads.at(c, commit.getAsLong() + 1_000_000) : reads.now(c, Duration.ZERO);
+            cursor.put(table, lower);
+            var before = earlier.get(table);
+            if (before != null && before.micros() < lower.micros()) {
+                gaps.put(table, new Gap(before, lower, "delivered before this stream began"));
+            }
+        }
+        started = true;
+    }
+
+    /** Ranges whose deliveries this process cannot know: matched with the records in Kafka. */
+    private void proveGaps(Connection c) throws SQLException {
+        for (var it = gaps.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            String table = e.getKey();
+            var gap = e.getValue();
+            var ids = reads.ids(c, table, gap.lower(), gap.upper());
+            var window = new Window(table, gap.lower(), gap.upper(), null, ids, skewMillis);
+            if (!ids.isEmpty()) {
+                var seen = new LongSet(ids.size());
+                Instant from = Instant.ofEpochMilli(gap.lower().micros() / 1000 + skewMillis).minus(AuditLosses.CLOCK_MARGIN);
+                try {
+                    recorded.forEach(from, id -> seen.add(DeliveredIds.hash(id)));
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while reading the router's topics", ex);
+                } catch (Exception ex) {
+                    throw new IllegalStateException("could not read the router's topics to prove rows " + gap.why() + ": " + ex.getMessage(), ex);
+                }
+                var missing = ids.filter(h -> !seen.contains(h) && !delivered.contains(h));
+                matched.addAndGet(ids.size() - missing.size());
+                if (!missing.isEmpty()) {
+                    if (acceptGap) {
+                        var rows = reads.rows(c, window, missing, NAMED);
+                        LOG.warn("Router {}: {} row(s) of {} {} have no record in Kafka; the gap was accepted at this start (--accept-gap): "
+                                + "not published. First: {}", config.name(), missing.size(), table, gap.why(), rows);
+                    } else {
+                        it.remove();
+                        lost(c, List.of(new Pending(window, missing, true, 0)), gap.why() + " and never published");
+                        if (stopped) {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+            it.remove();
+        }
+    }
+
+    private void readNew(Connection c) throws SQLException {
+        for (String table : audited) {
+            for (int i = 0; i < READS_PER_TICK && waiting() < MOST_PENDING; i++) {
+                var next = reads.next(c, table, cursor.get(table), settings.lag(), MOST_PER_READ);
+                if (next.isEmpty()) {
+                    break;
+                }
+                var w = next.get();
+                skewMillis = w.skewMillis();
+                cursor.put(table, w.upper());
+                var remaining = w.ids().filter(h -> !delivered.contains(h));
+                matched.addAndGet(w.ids().size() - remaining.size());
+                if (!remaining.isEmpty()) {
+                    pending.addLast(new Pending(w, remaining, false, 0));
+                }
+                if (w.ids().size() < MOST_PER_READ) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /** Matches again what waits; a row still unmatched after the stream stored a position past its mark, twice, is lost. */
+    private void judge(Connection c) throws SQLException {
+        var lost = new ArrayList<Pending>();
+        var next = new ArrayDeque<Pending>();
+        long count = 0;
+        Long oldest = null;
+        boolean nudge = false;
+        for (var p : pending) {
+            var remaining = p.remaining().filter(h -> !delivered.contains(h));
+            matched.addAndGet(p.remaining().size() - remaining.size());
+            if (remaining.isEmpty()) {
+                continue;
+            }
+            boolean past = sql.publishedPast(p.window().mark(), c, this::offsets);
+            if (past && p.suspect()) {
+                lost.add(new Pending(p.window(), remaining, true, p.looks() + 1));
+                continue;
+            }
+            // Rows still undelivered at a second look, and the stream not past them: on a quiet database only the next
+            // write moves it on, so the audit writes one.
+            nudge |= !past && p.looks() >= 1;
+            next.addLast(new Pending(p.window(), remaining, past, p.looks() + 1));
+            count += remaining.size();
+            oldest = oldest == null ? p.window().lower().micros() : Math.min(oldest, p.window().lower().micros());
+        }
+        pending.clear();
+        pending.addAll(next);
+        waitingCount = count;
+        oldestWaitingMicros = oldest;
+        if (nudge) {
+            sql.nudge(c);
+        }
+        if (!lost.isEmpty()) {
+            lost(c, lost, "committed, and the stream passed them without delivering them");
+        }
+    }
+
+    private void lost(Connection c, List<Pending> lost, String how) throws SQLException {
+        var found = losses.name(c, reads, lost.stream().map(Pending::window).toList(), lost.stream().map(Pending::remaining).toList());
+        lostTotal.addAndGet(found.count());
+        if (settings.onLoss() == OutboxConfig.OnLoss.REPLAY) {
+            long published = 0;
+            try {
+                for (var e : found.idsByTable().entrySet()) {
+                    published += republish.republish(e.getKey(), e.getValue());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while publishing lost rows again", e);
+            } catch (Exception e) {
+                stopped = true;
+                stop.accept(found.report(how) + " Publishing them again failed (" + e.getMessage() + "): " + found.fix());
+                return;
+            }
+            replayedTotal.addAndGet(published);
+            LOG.error("Router {}: {} Published again ({} record(s), header replayed=true).", config.name(), found.report(how), published);
+            return;
+        }
+        stopped = true;
+        stop.accept(found.report(how) + " " + found.fix());
+    }
+
+    /** The stream ran too far ahead of the audit, and ids it delivered were forgotten: what waits for them is proven from Kafka. */
+    private void fellBehind(Connection c, long droppedThroughMillis) throws SQLException {
+        LOG.warn("Router {}: the self-audit fell more than {} events behind the stream; the rows it has not matched yet are matched with "
+                + "the records in Kafka instead", config.name(), DeliveredIds.MOST_KEPT);
+        var now = reads.now(c, settings.lag());
+        for (String table : audited) {
+            var from = cursor.get(table);
+            for (var p : pending) {
+                if (p.window().table().equals(table) && p.window().lower().micros() < from.micros()) {
+                    from = p.window().lower();
+                }
+            }
+            var earlier = gaps.get(table);
+            gaps.put(table, new Gap(earlier != null && earlier.lower().micros() < from.micros() ? earlier.lower() : from, now,
+                    "delivered while the audit was behind"));
+            cursor.put(table, now);
+        }
+        pending.clear();
+    }
+
+    /** Through when every row of each table is proven: before the oldest gap or waiting window, else the cursor. */
+    private void keepProven() {
+        var through = new LinkedHashMap<String, Bound>();
+        for (String table : audited) {
+            Bound b = cursor.get(table);
+            var gap = gaps.get(table);
+            if (gap != null && gap.lower().micros() < b.micros()) {
+                b = gap.lower();
+            }
+            for (var p : pending) {
+                if (p.window().table().equals(table) && p.window().lower().micros() < b.micros()) {
+                    b = p.window().lower();
+                }
+            }
+            through.put(table, b);
+            proven.put(table, b.text());
+        }
+        // Now and then: on a quiet database each write is WAL that the slot, which does not carry the offsets table, holds.
+        String json = AuditedThrough.format(through);
+        long now = System.nanoTime();
+        if (!json.equals(persisted) && (persisted == null || now - persistedAt >= settings.interval().toNanos() * PERSIST_EVERY)) {
+            offsets().write(config.name(), Map.of(OffsetTable.AUDITED_KEY, json));
+            persisted = json;
+            persistedAt = now;
+        }
+    }
+
+    /** Ids delivered before every table's cursor (on the router's clock, with a margin) can no longer be asked for. */
+    private void forgetDelivered() {
+        long margin = settings.interval().toMillis() + 2_000;
+        long before = audited.isEmpty() ? System.currentTimeMillis() - 2 * margin
+                : cursor.values().stream().mapToLong(b -> b.micros() / 1000 + skewMillis).min().orElse(0) - margin;
+        delivered.forgetBefore(before);
+    }
+
+    private long waiting() {
+        long n = 0;
+        for (var p : pending) {
+            n += p.remaining().size();
+        }
+        return n;
+    }
+
+    public Status status() {
+        Long oldest = oldestWaitingMicros;
+        return new Status(blind, Map.copyOf(proven), waitingCount, oldest == null ? null
+                : Duration.ofMillis(Math.max(0, System.currentTimeMillis() - (oldest / 1000 + skewMillis))), matched.get(), lostTotal.get(),
+                replayedTotal.get(), lastRun, lastError);
+    }
+
+    /** Whether the audit found rows it could not publish again: the router is then stopping. */
+    public boolean foundLoss() {
+        return stopped;
+    }
+
+    private Connection connection() throws SQLException {
+        if (connection == null) {
+            connection = config.source().connection().open();
+        }
+        return connection;
+    }
+
+    private OffsetTable offsets() {
+        if (offsets == null) {
+            offsets = OffsetTable.open(OffsetTableSettings.offsets(config));
+        }
+        return offsets;
+    }
+
+    private void closeConnection() {
+        try {
+            if (connection != null) {
+                connection.close();
+            }
+        } catch (SQLException e) {
+            LOG.debug("Router {}: closing the audit's connection: {}", config.name(), e.getMessage());
+        }
+        connection = null;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        timer.shutdownNow();
+        try {
+            timer.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        synchronized (this) {
+            closeConnection();
+            if (offsets != null) {
+                offsets.close();
+            }
+        }
+    }
+}
