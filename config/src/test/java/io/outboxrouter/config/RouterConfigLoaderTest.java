@@ -224,6 +224,21 @@ class RouterConfigLoaderTest {
     }
 
     @Test
+    void theSelfAuditIsOnByDefaultAndNamesItsKeysWhenWrong() {
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).outbox().audit()).isEqualTo(OutboxConfig.Audit.DEFAULT);
+        assertThat(OutboxConfig.Audit.DEFAULT.enabled()).isTrue();
+        var c = RouterConfigLoader.parse(MINIMAL + "outbox: { audit: { interval: 2s, lag: 30s, on-loss: replay } }\n", Map.of());
+        assertThat(c.outbox().audit()).isEqualTo(new OutboxConfig.Audit(true, Duration.ofSeconds(2), Duration.ofSeconds(30),
+                OutboxConfig.OnLoss.REPLAY));
+        assertThat(problems(MINIMAL + "outbox: { audit: { interval: 10ms, on-loss: ignore, lagg: 1s } }\n"))
+                .anySatisfy(p -> assertThat(p).isEqualTo("outbox.audit.interval: must be at least 100ms (was \"10ms\")"))
+                .anySatisfy(p -> assertThat(p).isEqualTo("outbox.audit.on-loss: must be one of stop, replay (was \"ignore\")"))
+                .anySatisfy(p -> assertThat(p).startsWith("outbox.audit.lagg"));
+        assertThat(problems(MINIMAL + "outbox: { retention: 7d, audit: { enabled: false } }\n")).singleElement().asString()
+                .startsWith("outbox.retention: deletes only rows the self-audit proved published, and outbox.audit.enabled is false");
+    }
+
+    @Test
     void badShardSettingsNameTheKeyAndTheValue() {
         String pg = "  password: s3cret-pw\n  postgres:\n";
         assertThat(problems(MINIMAL.replace("  password: s3cret-pw\n", pg + "    shard: 4/4\n")))

@@ -2,6 +2,7 @@ package io.outboxrouter.audit;
 
 import io.outboxrouter.audit.AuditReads.Row;
 import io.outboxrouter.audit.AuditReads.Window;
+import io.outboxrouter.config.OutboxConfig;
 import io.outboxrouter.config.RouterConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -11,9 +12,16 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** Names the rows the self-audit found lost: how many, the first of them, their range, and how to publish them again. */
+/**
+ * The rows the self-audit found lost: named (how many, the first of them, their range, how to publish them again), then
+ * published again or the router stopped, as {@code outbox.audit.on-loss} says.
+ */
 final class AuditLosses {
+    private static final Logger LOG = LoggerFactory.getLogger(AuditLosses.class);
     /** Records are stamped when they are sent, after their row's time: Kafka is read from this long before. */
     static final Duration CLOCK_MARGIN = Duration.ofMinutes(1);
     /** Ids read back to publish again or name; more are counted, and the fix names their range. */
@@ -38,9 +46,54 @@ final class AuditLosses {
     }
 
     private final RouterConfig config;
+    private final SelfAudit.Republish republish;
+    private final java.util.function.Consumer<String> stop;
+    private final AtomicLong lost = new AtomicLong();
+    private final AtomicLong replayed = new AtomicLong();
 
-    AuditLosses(RouterConfig config) {
+    /** @param stop told the reason, when a loss stops the router */
+    AuditLosses(RouterConfig config, SelfAudit.Republish republish, java.util.function.Consumer<String> stop) {
         this.config = config;
+        this.republish = republish;
+        this.stop = stop;
+    }
+
+    long lost() {
+        return lost.get();
+    }
+
+    long replayed() {
+        return replayed.get();
+    }
+
+    /**
+     * Rows found lost: published again ({@code on-loss: replay}), or the router stopped with their ids and the fix.
+     *
+     * @return whether the router goes on (they were published again)
+     */
+    boolean handle(Connection c, AuditReads reads, List<Window> windows, List<LongSet> ids, String how) throws SQLException {
+        var found = name(c, reads, windows, ids);
+        lost.addAndGet(found.count());
+        if (config.outbox().audit().onLoss() == OutboxConfig.OnLoss.STOP) {
+            stop.accept(found.report(how) + " " + found.fix());
+            return false;
+        }
+        long published = 0;
+        try {
+            for (var e : found.idsByTable().entrySet()) {
+                published += republish.republish(e.getKey(), e.getValue());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stop.accept(found.report(how) + " Interrupted while publishing them again: " + found.fix());
+            return false;
+        } catch (Exception e) {
+            stop.accept(found.report(how) + " Publishing them again failed (" + e.getMessage() + "): " + found.fix());
+            return false;
+        }
+        replayed.addAndGet(published);
+        LOG.error("Router {}: {} Published again ({} record(s), header replayed=true).", config.name(), found.report(how), published);
+        return true;
     }
 
     Found name(Connection c, AuditReads reads, List<Window> windows, List<LongSet> remaining) throws SQLException {

@@ -12,7 +12,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -73,30 +72,17 @@ public final class SelfAudit implements AutoCloseable {
                          long lost, long replayed, Instant lastRun, String lastError) {
     }
 
-    /** Rows of a window the stream has not delivered yet; {@code looks}: how many looks found them so. */
-    private record Pending(Window window, LongSet remaining, boolean suspect, int looks) {
-    }
-
-    /** A range of a table to prove from Kafka: dated after {@code lower}, through {@code upper}. */
-    private record Gap(Bound lower, Bound upper, String why) {
-    }
-
     private final RouterConfig config;
     private final OutboxConfig.Audit settings;
     private final AuditReads reads;
     private final OutboxSql sql;
     private final DeliveredIds delivered;
-    private final Republish republish;
-    private final RecordedIds recorded;
-    private final Consumer<String> stop;
     private final ScheduledExecutorService timer;
     private final AuditLosses losses;
     private final AtomicLong matched = new AtomicLong();
-    private final AtomicLong lostTotal = new AtomicLong();
-    private final AtomicLong replayedTotal = new AtomicLong();
-    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private final PendingRows pending;
     private final Map<String, Bound> cursor = new LinkedHashMap<>();
-    private final Map<String, Gap> gaps = new LinkedHashMap<>();
+    private final AuditGaps gaps;
     private final Map<String, String> proven = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile List<String> audited = List.of();
     private volatile List<String> blind = List.of();
@@ -106,8 +92,6 @@ public final class SelfAudit implements AutoCloseable {
     private volatile boolean stopped;
     private volatile Instant lastRun;
     private volatile String lastError;
-    private volatile long waitingCount;
-    private volatile Long oldestWaitingMicros;
     private volatile long skewMillis;
     private long lastTick;
     private String persisted;
@@ -126,10 +110,9 @@ public final class SelfAudit implements AutoCloseable {
         this.sql = sql;
         this.reads = new AuditReads(sql, config.outbox().columns(), config.outbox().retention().timeColumn());
         this.delivered = delivered;
-        this.republish = republish;
-        this.recorded = recorded;
-        this.stop = stop;
-        this.losses = new AuditLosses(config);
+        this.losses = new AuditLosses(config, republish, stop);
+        this.pending = new PendingRows(delivered);
+        this.gaps = new AuditGaps(config.name(), reads, recorded, delivered);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "audit-" + config.name());
             t.setDaemon(true);
@@ -229,7 +212,7 @@ public final class SelfAudit implements AutoCloseable {
             cursor.put(table, lower);
             var before = earlier.get(table);
             if (before != null && before.micros() < lower.micros()) {
-                gaps.put(table, new Gap(before, lower, "delivered before this stream began"));
+                gaps.add(table, before, lower, "delivered before this stream began");
             }
         }
         started = true;
@@ -237,47 +220,17 @@ public final class SelfAudit implements AutoCloseable {
 
     /** Ranges whose deliveries this process cannot know: matched with the records in Kafka. */
     private void proveGaps(Connection c) throws SQLException {
-        for (var it = gaps.entrySet().iterator(); it.hasNext(); ) {
-            var e = it.next();
-            String table = e.getKey();
-            var gap = e.getValue();
-            var ids = reads.ids(c, table, gap.lower(), gap.upper());
-            var window = new Window(table, gap.lower(), gap.upper(), null, ids, skewMillis);
-            if (!ids.isEmpty()) {
-                var seen = new LongSet(ids.size());
-                Instant from = Instant.ofEpochMilli(gap.lower().micros() / 1000 + skewMillis).minus(AuditLosses.CLOCK_MARGIN);
-                try {
-                    recorded.forEach(from, id -> seen.add(DeliveredIds.hash(id)));
-                } catch (InterruptedException ex) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while reading the router's topics", ex);
-                } catch (Exception ex) {
-                    throw new IllegalStateException("could not read the router's topics to prove rows " + gap.why() + ": " + ex.getMessage(), ex);
-                }
-                var missing = ids.filter(h -> !seen.contains(h) && !delivered.contains(h));
-                matched.addAndGet(ids.size() - missing.size());
-                if (!missing.isEmpty()) {
-                    if (acceptGap) {
-                        var rows = reads.rows(c, window, missing, NAMED);
-                        LOG.warn("Router {}: {} row(s) of {} {} have no record in Kafka; the gap was accepted at this start (--accept-gap): "
-                                + "not published. First: {}", config.name(), missing.size(), table, gap.why(), rows);
-                    } else {
-                        it.remove();
-                        lost(c, List.of(new Pending(window, missing, true, 0)), gap.why() + " and never published");
-                        if (stopped) {
-                            return;
-                        }
-                        continue;
-                    }
-                }
+        for (var unpublished : gaps.prove(c, acceptGap, skewMillis, matched::addAndGet)) {
+            lost(c, List.of(unpublished.window()), List.of(unpublished.ids()), unpublished.why() + " and never published");
+            if (stopped) {
+                return;
             }
-            it.remove();
         }
     }
 
     private void readNew(Connection c) throws SQLException {
         for (String table : audited) {
-            for (int i = 0; i < READS_PER_TICK && waiting() < MOST_PENDING; i++) {
+            for (int i = 0; i < READS_PER_TICK && pending.waiting() < MOST_PENDING; i++) {
                 var next = reads.next(c, table, cursor.get(table), settings.lag(), MOST_PER_READ);
                 if (next.isEmpty()) {
                     break;
@@ -285,11 +238,7 @@ public final class SelfAudit implements AutoCloseable {
                 var w = next.get();
                 skewMillis = w.skewMillis();
                 cursor.put(table, w.upper());
-                var remaining = w.ids().filter(h -> !delivered.contains(h));
-                matched.addAndGet(w.ids().size() - remaining.size());
-                if (!remaining.isEmpty()) {
-                    pending.addLast(new Pending(w, remaining, false, 0));
-                }
+                matched.addAndGet(pending.add(w));
                 if (w.ids().size() < MOST_PER_READ) {
                     break;
                 }
@@ -299,64 +248,21 @@ public final class SelfAudit implements AutoCloseable {
 
     /** Matches again what waits; a row still unmatched after the stream stored a position past its mark, twice, is lost. */
     private void judge(Connection c) throws SQLException {
-        var lost = new ArrayList<Pending>();
-        var next = new ArrayDeque<Pending>();
-        long count = 0;
-        Long oldest = null;
-        boolean nudge = false;
-        for (var p : pending) {
-            var remaining = p.remaining().filter(h -> !delivered.contains(h));
-            matched.addAndGet(p.remaining().size() - remaining.size());
-            if (remaining.isEmpty()) {
-                continue;
-            }
-            boolean past = sql.publishedPast(p.window().mark(), c, this::offsets);
-            if (past && p.suspect()) {
-                lost.add(new Pending(p.window(), remaining, true, p.looks() + 1));
-                continue;
-            }
-            // Rows still undelivered at a second look, and the stream not past them: on a quiet database only the next
-            // write moves it on, so the audit writes one.
-            nudge |= !past && p.looks() >= 1;
-            next.addLast(new Pending(p.window(), remaining, past, p.looks() + 1));
-            count += remaining.size();
-            oldest = oldest == null ? p.window().lower().micros() : Math.min(oldest, p.window().lower().micros());
-        }
-        pending.clear();
-        pending.addAll(next);
-        waitingCount = count;
-        oldestWaitingMicros = oldest;
-        if (nudge) {
+        var judgement = pending.judge(c, sql, this::offsets, matched::addAndGet);
+        if (judgement.nudge()) {
             sql.nudge(c);
         }
-        if (!lost.isEmpty()) {
-            lost(c, lost, "committed, and the stream passed them without delivering them");
+        if (!judgement.lost().isEmpty()) {
+            lost(c, judgement.lost().stream().map(PendingRows.Pending::window).toList(),
+                    judgement.lost().stream().map(PendingRows.Pending::remaining).toList(),
+                    "committed, and the stream passed them without delivering them");
         }
     }
 
-    private void lost(Connection c, List<Pending> lost, String how) throws SQLException {
-        var found = losses.name(c, reads, lost.stream().map(Pending::window).toList(), lost.stream().map(Pending::remaining).toList());
-        lostTotal.addAndGet(found.count());
-        if (settings.onLoss() == OutboxConfig.OnLoss.REPLAY) {
-            long published = 0;
-            try {
-                for (var e : found.idsByTable().entrySet()) {
-                    published += republish.republish(e.getKey(), e.getValue());
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while publishing lost rows again", e);
-            } catch (Exception e) {
-                stopped = true;
-                stop.accept(found.report(how) + " Publishing them again failed (" + e.getMessage() + "): " + found.fix());
-                return;
-            }
-            replayedTotal.addAndGet(published);
-            LOG.error("Router {}: {} Published again ({} record(s), header replayed=true).", config.name(), found.report(how), published);
-            return;
+    private void lost(Connection c, List<Window> windows, List<LongSet> ids, String how) throws SQLException {
+        if (!losses.handle(c, reads, windows, ids, how)) {
+            stopped = true;
         }
-        stopped = true;
-        stop.accept(found.report(how) + " " + found.fix());
     }
 
     /** The stream ran too far ahead of the audit, and ids it delivered were forgotten: what waits for them is proven from Kafka. */
@@ -365,15 +271,7 @@ public final class SelfAudit implements AutoCloseable {
                 + "the records in Kafka instead", config.name(), DeliveredIds.MOST_KEPT);
         var now = reads.now(c, settings.lag());
         for (String table : audited) {
-            var from = cursor.get(table);
-            for (var p : pending) {
-                if (p.window().table().equals(table) && p.window().lower().micros() < from.micros()) {
-                    from = p.window().lower();
-                }
-            }
-            var earlier = gaps.get(table);
-            gaps.put(table, new Gap(earlier != null && earlier.lower().micros() < from.micros() ? earlier.lower() : from, now,
-                    "delivered while the audit was behind"));
+            gaps.add(table, pending.lowest(table, cursor.get(table)), now, "delivered while the audit was behind");
             cursor.put(table, now);
         }
         pending.clear();
@@ -383,16 +281,7 @@ public final class SelfAudit implements AutoCloseable {
     private void keepProven() {
         var through = new LinkedHashMap<String, Bound>();
         for (String table : audited) {
-            Bound b = cursor.get(table);
-            var gap = gaps.get(table);
-            if (gap != null && gap.lower().micros() < b.micros()) {
-                b = gap.lower();
-            }
-            for (var p : pending) {
-                if (p.window().table().equals(table) && p.window().lower().micros() < b.micros()) {
-                    b = p.window().lower();
-                }
-            }
+            Bound b = pending.lowest(table, gaps.lowest(table, cursor.get(table)));
             through.put(table, b);
             proven.put(table, b.text());
         }
@@ -414,19 +303,11 @@ public final class SelfAudit implements AutoCloseable {
         delivered.forgetBefore(before);
     }
 
-    private long waiting() {
-        long n = 0;
-        for (var p : pending) {
-            n += p.remaining().size();
-        }
-        return n;
-    }
-
     public Status status() {
-        Long oldest = oldestWaitingMicros;
-        return new Status(blind, Map.copyOf(proven), waitingCount, oldest == null ? null
-                : Duration.ofMillis(Math.max(0, System.currentTimeMillis() - (oldest / 1000 + skewMillis))), matched.get(), lostTotal.get(),
-                replayedTotal.get(), lastRun, lastError);
+        Long oldest = pending.oldestMicros();
+        return new Status(blind, Map.copyOf(proven), pending.waiting(), oldest == null ? null
+                : Duration.ofMillis(Math.max(0, System.currentTimeMillis() - (oldest / 1000 + skewMillis))), matched.get(), losses.lost(),
+                losses.replayed(), lastRun, lastError);
     }
 
     /** Whether the audit found rows it could not publish again: the router is then stopping. */

@@ -111,6 +111,29 @@ class OutboxBatchHandlerTest {
     }
 
     @Test
+    void theIdsOfTheRowsAcknowledgedOrDeadLetteredAreRecordedForTheAuditAndThoseOfAFailedBatchAreNot() throws Exception {
+        var delivered = new io.outboxrouter.audit.DeliveredIds(1_000);
+        failingProducers = Integer.MAX_VALUE;
+        var outbox = new OutboxConfig(OutboxConfig.Columns.DEFAULTS, Map.of());
+        var routing = new OutboxRouting(List.of("public.outbox"), outbox, TopicTemplate.parse("outbox.event.${aggregatetype}"));
+        var sink = new KafkaPublisher(this::newProducer, new Retry(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(50)), metrics,
+                TopicProbe.NONE);
+        var handler = new OutboxBatchHandler(routing, DeadLetterPolicy.DEAD_LETTER, new DeadLetters(DEAD_LETTERS, outbox.columns()), sink, metrics);
+        handler.recordDeliveriesIn(delivered);
+        var failed = event("1", "{}");
+        assertThatThrownBy(() -> handler.handle(List.of(failed))).isInstanceOf(Retry.GaveUpException.class);
+        failingProducers = 0;
+        var published = event("2", "{}");
+        var deadLettered = event(null, "{}");
+        handler.handle(List.of(published, deadLettered));
+        assertThat(delivered.contains(io.outboxrouter.audit.DeliveredIds.hash((String) published.row().get("id")))).isTrue();
+        assertThat(delivered.contains(io.outboxrouter.audit.DeliveredIds.hash((String) deadLettered.row().get("id")))).isTrue();
+        assertThat(delivered.contains(io.outboxrouter.audit.DeliveredIds.hash((String) failed.row().get("id"))))
+                .as("a batch Kafka did not acknowledge delivered nothing").isFalse();
+        assertThat(delivered.size()).isEqualTo(2);
+    }
+
+    @Test
     void aRowThatCannotBeRoutedIsDeadLetteredInItsPlaceUnderTheDefaultPolicy() throws Exception {
         handler(DeadLetterPolicy.DEAD_LETTER).handle(List.of(event("1", "{}"), event(null, "{}"), event("2", "{}")));
         assertThat(acknowledged()).containsExactly("outbox.event.Order:1", DEAD_LETTERS + ":null", "outbox.event.Order:2");

@@ -1,0 +1,109 @@
+package io.outboxrouter.audit;
+
+import io.outboxrouter.audit.AuditReads.Bound;
+import io.outboxrouter.audit.AuditReads.Window;
+import io.outboxrouter.cdc.OutboxSql;
+import io.outboxrouter.offsets.OffsetTable;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongConsumer;
+import java.util.function.Supplier;
+
+/**
+ * The rows the self-audit read that the stream had not delivered yet, by window, and their judgement at each look:
+ * delivered since, still waiting, or lost (unmatched at two looks after the stream stored a position past the window's
+ * mark). Only the audit's thread uses it, apart from the counts.
+ */
+final class PendingRows {
+    /** Rows of a window not delivered yet; {@code suspect}: the stream was past the mark at the last look. */
+    record Pending(Window window, LongSet remaining, boolean suspect, int looks) {
+    }
+
+    /** What a look found: the rows lost, and whether the stream must be moved on to tell about the others. */
+    record Judgement(List<Pending> lost, boolean nudge) {
+    }
+
+    private final DeliveredIds delivered;
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private volatile long waiting;
+    private volatile Long oldestMicros;
+
+    PendingRows(DeliveredIds delivered) {
+        this.delivered = delivered;
+    }
+
+    /** A window read: its rows not delivered yet wait; returns how many were delivered already. */
+    int add(Window w) {
+        var remaining = w.ids().filter(h -> !delivered.contains(h));
+        if (!remaining.isEmpty()) {
+            pending.addLast(new Pending(w, remaining, false, 0));
+            waiting += remaining.size();
+        }
+        return w.ids().size() - remaining.size();
+    }
+
+    /**
+     * Matches again what waits, and judges it by whether the stream stored a position past each window's mark.
+     *
+     * @param matched told how many rows were delivered since the last look
+     */
+    Judgement judge(Connection c, OutboxSql sql, Supplier<OffsetTable> offsets, LongConsumer matched) throws SQLException {
+        var lost = new ArrayList<Pending>();
+        var next = new ArrayDeque<Pending>();
+        long count = 0;
+        Long oldest = null;
+        boolean nudge = false;
+        for (var p : pending) {
+            var remaining = p.remaining().filter(h -> !delivered.contains(h));
+            matched.accept(p.remaining().size() - remaining.size());
+            if (remaining.isEmpty()) {
+                continue;
+            }
+            boolean past = sql.publishedPast(p.window().mark(), c, offsets);
+            if (past && p.suspect()) {
+                lost.add(new Pending(p.window(), remaining, true, p.looks() + 1));
+                continue;
+            }
+            // Rows still undelivered at a second look, and the stream not past them: on a quiet database only the next
+            // write moves it on, so the audit writes one.
+            nudge |= !past && p.looks() >= 1;
+            next.addLast(new Pending(p.window(), remaining, past, p.looks() + 1));
+            count += remaining.size();
+            oldest = oldest == null ? p.window().lower().micros() : Math.min(oldest, p.window().lower().micros());
+        }
+        pending.clear();
+        pending.addAll(next);
+        waiting = count;
+        oldestMicros = oldest;
+        return new Judgement(lost, nudge);
+    }
+
+    /** The lower of {@code b} and the start of the table's oldest waiting window. */
+    Bound lowest(String table, Bound b) {
+        for (var p : pending) {
+            if (p.window().table().equals(table) && p.window().lower().micros() < b.micros()) {
+                b = p.window().lower();
+            }
+        }
+        return b;
+    }
+
+    /** Rows waiting, as of the last look. */
+    long waiting() {
+        return waiting;
+    }
+
+    /** The time of the oldest window waiting (microseconds since the epoch, the database's clock), or null. */
+    Long oldestMicros() {
+        return oldestMicros;
+    }
+
+    void clear() {
+        pending.clear();
+        waiting = 0;
+        oldestMicros = null;
+    }
+}
