@@ -102,10 +102,19 @@ final class BinlogOutboxSql implements OutboxSql {
         if (!from.file().equals(to.file())) {
             return false;
         }
+        try (var st = c.createStatement()) {
+            // A few rows at a time: an event's Info can hold a whole statement (MariaDB annotates row events with their
+            // INSERT), and the reading ends at the first outbox row. MySQL's driver streams only when asked with MIN_VALUE.
+            st.setFetchSize(config.source().connection().url().startsWith("jdbc:mysql:") ? Integer.MIN_VALUE : 8);
+            return noOutboxRowsIn(st.executeQuery("SHOW BINLOG EVENTS IN '" + from.file().replace("'", "") + "' FROM " + from.position()
+                    + " LIMIT 5000"), to, throughFirstTransaction);
+        }
+    }
+
+    private boolean noOutboxRowsIn(java.sql.ResultSet events, BinlogPosition to, boolean throughFirstTransaction) throws SQLException {
         var tables = config.source().tables();
         boolean inFirst = throughFirstTransaction;
-        try (var st = c.createStatement();
-             var rs = st.executeQuery("SHOW BINLOG EVENTS IN '" + from.file().replace("'", "") + "' FROM " + from.position() + " LIMIT 5000")) {
+        try (var rs = events) {
             while (rs.next()) {
                 if (rs.getLong("End_log_pos") > to.position()) {
                     return true;

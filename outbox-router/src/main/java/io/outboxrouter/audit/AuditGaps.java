@@ -11,8 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.LongConsumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The ranges of outbox tables whose deliveries this process cannot know, matched with the records in Kafka instead: the
@@ -20,8 +18,6 @@ import org.slf4j.LoggerFactory;
  * match while it was too far behind the stream.
  */
 final class AuditGaps {
-    private static final Logger LOG = LoggerFactory.getLogger(AuditGaps.class);
-
     /** Rows of a table dated after {@code lower} and through {@code upper}. */
     record Gap(Bound lower, Bound upper, String why) {
     }
@@ -30,14 +26,12 @@ final class AuditGaps {
     record Unpublished(Window window, LongSet ids, String why) {
     }
 
-    private final String router;
     private final AuditReads reads;
     private final SelfAudit.RecordedIds recorded;
     private final DeliveredIds delivered;
     private final Map<String, Gap> gaps = new LinkedHashMap<>();
 
-    AuditGaps(String router, AuditReads reads, SelfAudit.RecordedIds recorded, DeliveredIds delivered) {
-        this.router = router;
+    AuditGaps(AuditReads reads, SelfAudit.RecordedIds recorded, DeliveredIds delivered) {
         this.reads = reads;
         this.recorded = recorded;
         this.delivered = delivered;
@@ -63,29 +57,25 @@ final class AuditGaps {
     }
 
     /**
-     * Matches every gap's rows with the records in Kafka (and what this stream delivered), and forgets the gap.
+     * Matches every gap's rows with the records in Kafka (and what this stream delivered so far), and forgets the gap. The
+     * rows without a record are returned to wait like any others: some committed after the stored position, and this
+     * stream delivers them.
      *
-     * @param accept     the operator accepted a gap at this start: what has no record is logged, not returned
      * @param skewMillis the router's clock minus the database's
      * @param matched    told how many rows were matched
-     * @return the rows with no record
      */
-    List<Unpublished> prove(Connection c, boolean accept, long skewMillis, LongConsumer matched) throws SQLException {
+    List<Unpublished> prove(Connection c, long skewMillis, LongConsumer matched) throws SQLException {
         var out = new ArrayList<Unpublished>();
         for (Iterator<Map.Entry<String, Gap>> it = gaps.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();
-            String table = e.getKey();
             var gap = e.getValue();
-            var ids = reads.ids(c, table, gap.lower(), gap.upper());
-            if (!ids.isEmpty()) {
-                var seen = seen(ids.size(), Instant.ofEpochMilli(gap.lower().micros() / 1000 + skewMillis).minus(AuditLosses.CLOCK_MARGIN), gap);
-                var missing = ids.filter(h -> !seen.contains(h) && !delivered.contains(h));
-                matched.accept(ids.size() - missing.size());
-                var window = new Window(table, gap.lower(), gap.upper(), null, ids, skewMillis);
-                if (!missing.isEmpty() && accept) {
-                    LOG.warn("Router {}: {} row(s) of {} {} have no record in Kafka; the gap was accepted at this start (--accept-gap): "
-                            + "not published. First: {}", router, missing.size(), table, gap.why(), reads.rows(c, window, missing, SelfAudit.NAMED));
-                } else if (!missing.isEmpty()) {
+            var window = reads.window(c, e.getKey(), gap.lower(), gap.upper());
+            if (!window.ids().isEmpty()) {
+                var seen = seen(window.ids().size(), Instant.ofEpochMilli(gap.lower().micros() / 1000 + skewMillis)
+                        .minus(AuditLosses.CLOCK_MARGIN), gap);
+                var missing = window.ids().filter(h -> !seen.contains(h) && !delivered.contains(h));
+                matched.accept(window.ids().size() - missing.size());
+                if (!missing.isEmpty()) {
                     out.add(new Unpublished(window, missing, gap.why()));
                 }
             }

@@ -89,9 +89,8 @@ final class AuditReads {
             if (upper.micros() <= lower.micros()) {
                 return Optional.empty();
             }
-            String filter = filter(table);
             try (var ps = c.prepareStatement("SELECT " + sql.asText(timeColumn) + ", " + sql.epochMicros(timeColumn) + " FROM " + table
-                    + " WHERE " + range() + filter + " ORDER BY " + timeColumn + " LIMIT 1 OFFSET " + most)) {
+                    + " WHERE " + range() + filter(table) + " ORDER BY " + timeColumn + " LIMIT 1 OFFSET " + most)) {
                 bind(ps, lower, upper);
                 try (var rs = ps.executeQuery()) {
                     if (rs.next()) {
@@ -99,19 +98,7 @@ final class AuditReads {
                     }
                 }
             }
-            var ids = new LongSet(1024);
-            try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + range() + filter)) {
-                bind(ps, lower, upper);
-                ps.setFetchSize(10_000);
-                try (var rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        String id = rs.getString(1);
-                        if (id != null) { // a row without an id is dead-lettered for it, and cannot be matched
-                            ids.add(DeliveredIds.hash(id));
-                        }
-                    }
-                }
-            }
+            var ids = ids(c, table, lower, upper);
             return Optional.of(new Window(table, lower, upper, mark, ids, skew));
         } finally {
             sql.endSnapshot(c);
@@ -137,16 +124,32 @@ final class AuditReads {
         return out;
     }
 
-    /** The ids of the rows dated after {@code lower} and through {@code upper}, as hashes (a start's gap, proven from Kafka). */
-    LongSet ids(Connection c, String table, Bound lower, Bound upper) throws SQLException {
+    /**
+     * In one snapshot: the log mark, and the rows dated after {@code lower} and through {@code upper} (a range whose
+     * deliveries this process does not know).
+     */
+    Window window(Connection c, String table, Bound lower, Bound upper) throws SQLException {
+        long routerNow = System.currentTimeMillis();
+        var mark = sql.beginSnapshot(c);
+        try {
+            long skew = routerNow - now(c, Duration.ZERO).micros() / 1000;
+            return new Window(table, lower, upper, mark, ids(c, table, lower, upper), skew);
+        } finally {
+            sql.endSnapshot(c);
+        }
+    }
+
+    /** The ids of the rows dated after {@code lower} and through {@code upper}, as hashes. */
+    private LongSet ids(Connection c, String table, Bound lower, Bound upper) throws SQLException {
         var ids = new LongSet(1024);
         try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + range() + filter(table))) {
             bind(ps, lower, upper);
             ps.setFetchSize(10_000);
             try (var rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    if (rs.getString(1) != null) {
-                        ids.add(DeliveredIds.hash(rs.getString(1)));
+                    String id = rs.getString(1);
+                    if (id != null) { // a row without an id is dead-lettered for it, and cannot be matched
+                        ids.add(DeliveredIds.hash(id));
                     }
                 }
             }

@@ -18,13 +18,18 @@ import java.util.function.Supplier;
  * mark). Only the audit's thread uses it, apart from the counts.
  */
 final class PendingRows {
-    /** Rows of a window not delivered yet; {@code suspect}: the stream was past the mark at the last look. */
-    record Pending(Window window, LongSet remaining, boolean suspect, int looks) {
+    /**
+     * Rows of a window not delivered yet; {@code suspect}: the stream was past the mark at the last look; {@code why}: how
+     * a lost row came to be lost; {@code accepted}: a loss the operator accepted at this start is logged, not acted on.
+     */
+    record Pending(Window window, LongSet remaining, boolean suspect, int looks, String why, boolean accepted) {
     }
 
-    /** What a look found: the rows lost, and whether the stream must be moved on to tell about the others. */
-    record Judgement(List<Pending> lost, boolean nudge) {
+    /** What a look found: the rows lost (and lost but accepted), and whether the stream must be moved on to tell about the others. */
+    record Judgement(List<Pending> lost, List<Pending> accepted, boolean nudge) {
     }
+
+    static final String PASSED = "committed, and the stream passed them without delivering them";
 
     private final DeliveredIds delivered;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
@@ -39,10 +44,16 @@ final class PendingRows {
     int add(Window w) {
         var remaining = w.ids().filter(h -> !delivered.contains(h));
         if (!remaining.isEmpty()) {
-            pending.addLast(new Pending(w, remaining, false, 0));
+            pending.addLast(new Pending(w, remaining, false, 0, PASSED, false));
             waiting += remaining.size();
         }
         return w.ids().size() - remaining.size();
+    }
+
+    /** Rows of a range whose deliveries this process did not see, without a record in Kafka: they wait like any others. */
+    void add(Window w, LongSet unpublished, String why, boolean accepted) {
+        pending.addLast(new Pending(w, unpublished, false, 0, why, accepted));
+        waiting += unpublished.size();
     }
 
     /**
@@ -52,25 +63,29 @@ final class PendingRows {
      */
     Judgement judge(Connection c, OutboxSql sql, Supplier<OffsetTable> offsets, LongConsumer matched) throws SQLException {
         var lost = new ArrayList<Pending>();
+        var accepted = new ArrayList<Pending>();
         var next = new ArrayDeque<Pending>();
         long count = 0;
         Long oldest = null;
         boolean nudge = false;
+        boolean behind = false;
         for (var p : pending) {
             var remaining = p.remaining().filter(h -> !delivered.contains(h));
             matched.accept(p.remaining().size() - remaining.size());
             if (remaining.isEmpty()) {
                 continue;
             }
-            boolean past = sql.publishedPast(p.window().mark(), c, offsets);
+            // Windows wait oldest first, their marks in log order: behind one mark, the stream is behind every later one.
+            boolean past = !behind && sql.publishedPast(p.window().mark(), c, offsets);
+            behind = !past;
             if (past && p.suspect()) {
-                lost.add(new Pending(p.window(), remaining, true, p.looks() + 1));
+                (p.accepted() ? accepted : lost).add(new Pending(p.window(), remaining, true, p.looks() + 1, p.why(), p.accepted()));
                 continue;
             }
             // Rows still undelivered at a second look, and the stream not past them: on a quiet database only the next
             // write moves it on, so the audit writes one.
             nudge |= !past && p.looks() >= 1;
-            next.addLast(new Pending(p.window(), remaining, past, p.looks() + 1));
+            next.addLast(new Pending(p.window(), remaining, past, p.looks() + 1, p.why(), p.accepted()));
             count += remaining.size();
             oldest = oldest == null ? p.window().lower().micros() : Math.min(oldest, p.window().lower().micros());
         }
@@ -78,7 +93,7 @@ final class PendingRows {
         pending.addAll(next);
         waiting = count;
         oldestMicros = oldest;
-        return new Judgement(lost, nudge);
+        return new Judgement(lost, accepted, nudge);
     }
 
     /** The lower of {@code b} and the start of the table's oldest waiting window. */

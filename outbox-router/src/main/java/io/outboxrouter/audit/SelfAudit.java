@@ -12,7 +12,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -112,7 +111,7 @@ public final class SelfAudit implements AutoCloseable {
         this.delivered = delivered;
         this.losses = new AuditLosses(config, republish, stop);
         this.pending = new PendingRows(delivered);
-        this.gaps = new AuditGaps(config.name(), reads, recorded, delivered);
+        this.gaps = new AuditGaps(reads, recorded, delivered);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "audit-" + config.name());
             t.setDaemon(true);
@@ -177,6 +176,9 @@ public final class SelfAudit implements AutoCloseable {
             forgetDelivered();
             lastError = null;
         } catch (SQLException | RuntimeException e) {
+            if (closed) {
+                return; // interrupted by the router's stop
+            }
             lastError = e.getMessage();
             LOG.warn("Router {}: the self-audit's look failed, tried again in {}: {}", config.name(), Durations.format(settings.interval()),
                     e.getMessage());
@@ -188,43 +190,31 @@ public final class SelfAudit implements AutoCloseable {
 
     /** The rows this stream must deliver begin after its stored position's commit; those between the last proof and it are a gap. */
     private void begin(Connection c) throws SQLException {
-        var columns = new ArrayList<String>();
-        var cannot = new ArrayList<String>();
-        String time = config.outbox().retention().timeColumn();
-        for (String table : config.source().tables()) {
-            if (sql.columns(table).contains(time)) {
-                columns.add(table);
-            } else {
-                cannot.add(table + ": no column " + time);
-            }
-        }
-        audited = List.copyOf(columns);
-        if (!cannot.isEmpty() && !cannot.equals(blind)) {
+        var coverage = AuditChecks.coverage(config, sql);
+        audited = coverage.audited();
+        if (!coverage.blind().isEmpty() && !coverage.blind().equals(blind)) {
             LOG.warn("Router {}: the self-audit cannot see {}: it reads rows by outbox.retention-time-column. Add the column and an index "
                     + "(created_at timestamptz NOT NULL DEFAULT now(); `schema` prints both), or set outbox.audit.enabled: false",
-                    config.name(), cannot);
+                    config.name(), coverage.blind());
         }
-        blind = List.copyOf(cannot);
-        var commit = StartingPoint.commitMicros(startingPosition);
+        blind = coverage.blind();
+        var commit = StartingPoint.commitMicros(startingPosition == null ? Map.of() : startingPosition);
         var earlier = AuditedThrough.parse(offsets().audited(config.name()).orElse(null));
         for (String table : audited) {
             var lower = commit.isPresent() ? reads.at(c, commit.getAsLong() + 1_000_000) : reads.now(c, Duration.ZERO);
             cursor.put(table, lower);
             var before = earlier.get(table);
             if (before != null && before.micros() < lower.micros()) {
-                gaps.add(table, before, lower, "delivered before this stream began");
+                gaps.add(table, before, lower, "committed before this stream began");
             }
         }
         started = true;
     }
 
-    /** Ranges whose deliveries this process cannot know: matched with the records in Kafka. */
+    /** Ranges whose deliveries this process cannot know: matched with the records in Kafka; what has none waits. */
     private void proveGaps(Connection c) throws SQLException {
-        for (var unpublished : gaps.prove(c, acceptGap, skewMillis, matched::addAndGet)) {
-            lost(c, List.of(unpublished.window()), List.of(unpublished.ids()), unpublished.why() + " and never published");
-            if (stopped) {
-                return;
-            }
+        for (var unpublished : gaps.prove(c, skewMillis, matched::addAndGet)) {
+            pending.add(unpublished.window(), unpublished.ids(), unpublished.why() + " and have no record in Kafka", acceptGap);
         }
     }
 
@@ -252,10 +242,13 @@ public final class SelfAudit implements AutoCloseable {
         if (judgement.nudge()) {
             sql.nudge(c);
         }
+        for (var p : judgement.accepted()) {
+            LOG.warn("Router {}: {} row(s) of {} {}; the gap was accepted at this start (--accept-gap): not published. First: {}",
+                    config.name(), p.remaining().size(), p.window().table(), p.why(), reads.rows(c, p.window(), p.remaining(), NAMED));
+        }
         if (!judgement.lost().isEmpty()) {
             lost(c, judgement.lost().stream().map(PendingRows.Pending::window).toList(),
-                    judgement.lost().stream().map(PendingRows.Pending::remaining).toList(),
-                    "committed, and the stream passed them without delivering them");
+                    judgement.lost().stream().map(PendingRows.Pending::remaining).toList(), judgement.lost().get(0).why());
         }
     }
 
@@ -271,7 +264,7 @@ public final class SelfAudit implements AutoCloseable {
                 + "the records in Kafka instead", config.name(), DeliveredIds.MOST_KEPT);
         var now = reads.now(c, settings.lag());
         for (String table : audited) {
-            gaps.add(table, pending.lowest(table, cursor.get(table)), now, "delivered while the audit was behind");
+            gaps.add(table, pending.lowest(table, cursor.get(table)), now, "committed while the audit was behind the stream");
             cursor.put(table, now);
         }
         pending.clear();

@@ -56,6 +56,7 @@ final class CheckCommand implements Callable<Integer> {
             var source = Source.of(stream);
             var own = new ArrayList<>(source.checks());
             own.addAll(RetentionChecks.checks(stream, source.outboxSql()));
+            own.addAll(io.outboxrouter.audit.AuditChecks.checks(stream, source.outboxSql()));
             own.add(offsetsCheck(stream));
             if (own.stream().allMatch(Check::ok)) {
                 own.add(source.positionCheck(stream));

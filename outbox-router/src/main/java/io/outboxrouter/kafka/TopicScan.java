@@ -142,8 +142,10 @@ public final class TopicScan {
     }
 
     static KafkaConsumer<byte[], byte[]> consumer(Properties clientConfig) {
-        // earliest: a segment deleted under the scan moves it to the log's new start, not past everything to its end.
-        return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000",
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"));
+        // earliest: a segment deleted under the scan moves it to the log's new start, not past everything to its end. Small
+        // fetches: the running router's audit scans within the router's heap, and large records must not fill it.
+        return ClientConfigs.consumer(clientConfig, "outbox-router-audit-", Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "1000",
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest", ConsumerConfig.FETCH_MAX_BYTES_CONFIG, Integer.toString(4 << 20),
+                ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, Integer.toString(1 << 20)));
     }
 }
