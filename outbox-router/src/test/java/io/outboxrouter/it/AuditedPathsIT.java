@@ -1,0 +1,150 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.PostgresServer;
+import io.outboxrouter.testing.TestServers;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Changes under a running router that no watch of the router's knows, each losing a row silently before the self-audit:
+ * now each stops the router within seconds, naming the row.
+ */
+class AuditedPathsIT {
+
+    private static RouterConfig config(String name, String sourceYaml, String topics) {
+        return RouterConfigLoader.parse("name: " + name + "\n" + sourceYaml + """
+                outbox:
+                  audit: { interval: 500ms, lag: 1s }
+                routing: { topic: "%s.${aggregatetype}" }
+                kafka: { bootstrap-servers: "%s" }
+                http: { enabled: false }
+                """.formatted(topics, OutboxContract.kafka()), Map.of());
+    }
+
+    /** Out of the publication and back between two looks of the publication watch: the rows written between are lost. */
+    @Test
+    void anOutboxTableTakenOutOfThePublicationAndPutBackWhileRunningIsFound() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("flipback"));
+        String topics = OutboxContract.unique("flipback");
+        var config = config(OutboxContract.unique("flip-back").replace('_', '-'), db.sourceYaml(), topics);
+        String publication = config.source().postgres().publication();
+        var before = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        var after = TestEvent.of("Order", "o-1", 3);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect();
+             var st = c.createStatement()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            db.insert(c, before);
+            c.commit();
+            kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+
+            st.execute("ALTER PUBLICATION " + publication + " DROP TABLE public.outbox");
+            c.commit();
+            db.insert(c, lost);
+            c.commit();
+            st.execute("ALTER PUBLICATION " + publication + " ADD TABLE public.outbox");
+            c.commit();
+            db.insert(c, after);
+            c.commit();
+
+            assertThat(RouterStops.failure(router)).contains(lost.id().toString());
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
+
+    /**
+     * {@code publish_via_partition_root} turned off under a partitioned outbox: the slot sends its rows under the
+     * partition's name, which the router does not capture.
+     */
+    @Test
+    void aPartitionedOutboxWhosePublicationStopsPublishingThroughTheRootIsFound() throws Exception {
+        PostgresServer server = TestServers.postgres();
+        String database = server.createDatabase(OutboxContract.unique("viaroot"));
+        try (var c = server.connect(database); var st = c.createStatement()) {
+            st.execute("""
+                    CREATE TABLE public.outbox (
+                      id uuid NOT NULL,
+                      aggregatetype varchar(255) NOT NULL,
+                      aggregateid varchar(255) NOT NULL,
+                      type varchar(255) NOT NULL,
+                      payload jsonb,
+                      created_at timestamptz NOT NULL DEFAULT now(),
+                      PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)""");
+            st.execute("CREATE TABLE public.outbox_rest PARTITION OF public.outbox DEFAULT");
+        }
+        String topics = OutboxContract.unique("viaroot");
+        var config = config(OutboxContract.unique("via-root").replace('_', '-'), """
+                source:
+                  kind: postgres
+                  url: %s
+                  user: %s
+                  password: %s
+                  tables: [public.outbox]
+                """.formatted(server.jdbcUrl(database), PostgresServer.USER, PostgresServer.PASSWORD), topics);
+        String publication = config.source().postgres().publication();
+        var before = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config);
+             var c = server.connect(database); var st = c.createStatement()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            insert(c, before);
+            kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+
+            st.execute("ALTER PUBLICATION " + publication + " SET (publish_via_partition_root = false)");
+            insert(c, lost);
+
+            assertThat(RouterStops.failure(router)).contains(lost.id().toString());
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
+
+    private static void insert(java.sql.Connection c, TestEvent e) throws java.sql.SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)")) {
+            ps.setString(1, e.id().toString());
+            ps.setString(2, e.aggregateType());
+            ps.setString(3, e.aggregateId());
+            ps.setString(4, e.type());
+            ps.setString(5, e.payload());
+            ps.execute();
+        }
+    }
+
+    /**
+     * A statement-format INSERT that begins with a comment (as Hibernate's {@code use_sql_comments} writes them): Debezium
+     * hands it to its DDL parser without the warning the statement watch listens for.
+     */
+    @Test
+    void aStatementFormatInsertBehindACommentIsFound() throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("commented"));
+        String topics = OutboxContract.unique("commented");
+        var config = config(OutboxContract.unique("commented").replace('_', '-'), db.sourceYaml(), topics);
+        var before = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        var after = TestEvent.of("Order", "o-2", 1);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect();
+             var st = c.createStatement()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            db.insert(c, before);
+            c.commit();
+            kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+
+            st.execute("SET SESSION binlog_format = 'STATEMENT'");
+            st.execute("/* update Order#42 */ INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('" + lost.id()
+                    + "', 'Order', 'o-1', 'OrderChanged', '{\"seq\": 2}')");
+            c.commit();
+            st.execute("SET SESSION binlog_format = 'ROW'");
+            db.insert(c, after);
+            c.commit();
+
+            assertThat(RouterStops.failure(router)).contains(lost.id().toString());
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
+}
