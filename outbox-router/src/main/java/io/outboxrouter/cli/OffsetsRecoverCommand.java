@@ -95,6 +95,10 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
             }
             System.out.println("Not covered: rows deleted since they were written (outbox.retention, or a service that deletes "
                     + "its outbox rows after inserting them).");
+            c.source().messagePrefix().ifPresent(prefix -> System.out.println("NOT RECOVERED: the logical decoding messages with prefix "
+                    + prefix + " (source.postgres.messages.prefix) committed since " + plan.committedAt() + ": a message leaves no "
+                    + "row to publish again, and the new slot begins after them. Their writers must send them again; the router "
+                    + "cannot tell which they were."));
             var policy = c.routing().deadLetters().policy();
             java.util.function.Consumer<String> rejected = reason -> System.err.println("outbox-router: cannot be routed ("
                     + policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "): " + reason);
@@ -152,7 +156,9 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
             System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
                     + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed ("
                     + (deadLetters.isPresent() ? "sent to the dead-letter topic" : "skipped, as routing.dead-letters.policy says")
-                    + ")" : "") + ". The next start streams from the new slot.");
+                    + ")" : "") + ". The next start streams from the new slot."
+                    + c.source().messagePrefix().map(prefix -> " Messages with prefix " + prefix + " committed in between are not "
+                    + "published (see above).").orElse(""));
             return 0;
         }
     }
