@@ -15,6 +15,8 @@ CREATE TABLE outbox (
   payload       jsonb,
   created_at    timestamptz NOT NULL DEFAULT now()
 );
+-- The router's self-audit reads the rows by created_at.
+CREATE INDEX outbox_created_at ON outbox (created_at);
 
 CREATE ROLE shop_app WITH LOGIN PASSWORD 'shop-password';
 GRANT SELECT, INSERT, UPDATE, DELETE ON orders, outbox TO shop_app;

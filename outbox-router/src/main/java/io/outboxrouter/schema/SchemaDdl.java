@@ -91,7 +91,7 @@ public record SchemaDdl(SourceKind kind, List<String> tables, OutboxConfig.Colum
             sb.append(kind == SourceKind.POSTGRES
                     ? "  created_at timestamptz NOT NULL DEFAULT now()\n);\n"
                     : "  created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)\n);\n");
-            sb.append("-- For cleanup jobs (DELETE ... WHERE created_at < ...) and replay by time range.\n");
+            sb.append("-- The self-audit and retention read rows by created_at, and replay by time range.\n");
             sb.append("CREATE INDEX ").append(bare).append("_created_at ON ").append(table).append(" (created_at);\n");
         }
         return sb.toString();
