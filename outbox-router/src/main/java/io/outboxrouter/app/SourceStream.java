@@ -156,7 +156,6 @@ final class SourceStream implements AutoCloseable {
         @Override
         public void activated(RouterLock lock) {
             long fence;
-            java.util.Map<String, String> startsFrom;
             // One connection pool for everything this activation reads and writes in the table before the engine starts.
             try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
                 table.createIfMissing();
@@ -174,7 +173,6 @@ final class SourceStream implements AutoCloseable {
                     // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
                     table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
-                startsFrom = table.read(config.name());
             }
             if (config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
                 // The parked aggregates, read before the first event; the lock's session must outlive the retries (MySQL ends
@@ -192,9 +190,9 @@ final class SourceStream implements AutoCloseable {
             }
             // What outbox.retention needs of the outbox tables, refused before the source is prepared.
             RetentionChecks.refuseUnless(RetentionChecks.checks(config, source.outboxSql()));
-            // The rows dated after the position the engine starts from are this stream's to deliver.
+            // The audit starts afresh with this stream, from the position it starts at.
             boolean acceptGap = !activatedBefore && acceptGapGivenAt != null;
-            audit.ifPresent(a -> a.activated(startsFrom, acceptGap));
+            audit.ifPresent(a -> a.activated(acceptGap));
             // --accept-gap is for the start it was given to, not for a later take-over.
             var started = CdcEngine.start(config, source, handler, activatedBefore ? null : acceptGapGivenAt, fence);
             activatedBefore = true;

@@ -92,6 +92,11 @@ final class AuditLosses {
             return false;
         }
         replayed.addAndGet(published);
+        if (published < found.count()) {
+            // Rows read back beyond the limit, deleted since, or that cannot be routed: not all are published again.
+            stop.accept(found.report(how) + " Only " + published + " of them could be published again: " + found.fix());
+            return false;
+        }
         LOG.error("Router {}: {} Published again ({} record(s), header replayed=true).", config.name(), found.report(how), published);
         return true;
     }

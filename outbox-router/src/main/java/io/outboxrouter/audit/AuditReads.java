@@ -23,9 +23,10 @@ final class AuditReads {
     /**
      * The rows of {@code table} dated after {@code lower} and through {@code upper}, as visible before {@code mark}.
      *
-     * @param skewMillis the router's clock minus the database's, when the window was read
+     * @param skewMillis   the router's clock minus the database's, when the window was read
+     * @param readAtMillis when it was read, on the router's clock
      */
-    record Window(String table, Bound lower, Bound upper, OutboxSql.LogMark mark, LongSet ids, long skewMillis) {
+    record Window(String table, Bound lower, Bound upper, OutboxSql.LogMark mark, LongSet ids, long skewMillis, long readAtMillis) {
     }
 
     /** A row the report names. */
@@ -99,7 +100,7 @@ final class AuditReads {
                 }
             }
             var ids = ids(c, table, lower, upper);
-            return Optional.of(new Window(table, lower, upper, mark, ids, skew));
+            return Optional.of(new Window(table, lower, upper, mark, ids, skew, routerNow));
         } finally {
             sql.endSnapshot(c);
         }
@@ -133,7 +134,7 @@ final class AuditReads {
         var mark = sql.beginSnapshot(c);
         try {
             long skew = routerNow - now(c, Duration.ZERO).micros() / 1000;
-            return new Window(table, lower, upper, mark, ids(c, table, lower, upper), skew);
+            return new Window(table, lower, upper, mark, ids(c, table, lower, upper), skew, routerNow);
         } finally {
             sql.endSnapshot(c);
         }

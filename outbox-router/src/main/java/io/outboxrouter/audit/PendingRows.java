@@ -96,6 +96,19 @@ final class PendingRows {
         return new Judgement(lost, accepted, nudge);
     }
 
+    /** Puts back windows a judgement took out, when what was to be done with them failed: the next look judges them again. */
+    void putBack(List<Pending> windows) {
+        for (var p : windows) {
+            pending.addFirst(new Pending(p.window(), p.remaining(), false, p.looks(), p.why(), p.accepted()));
+            waiting += p.remaining().size();
+        }
+    }
+
+    /** Whether a window waits that was read before {@code millis} (the router's clock). */
+    boolean readBefore(long millis) {
+        return pending.stream().anyMatch(p -> p.window().readAtMillis() < millis);
+    }
+
     /** The lower of {@code b} and the start of the table's oldest waiting window. */
     Bound lowest(String table, Bound b) {
         for (var p : pending) {

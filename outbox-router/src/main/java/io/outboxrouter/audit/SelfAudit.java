@@ -46,6 +46,8 @@ public final class SelfAudit implements AutoCloseable {
     static final int NAMED = 20;
     /** How many looks pass between two writes of how far rows are proven published. */
     private static final int PERSIST_EVERY = 10;
+    /** Allowed between the router's clock and the database's, beyond the skew measured. */
+    private static final long CLOCK_SLACK_MILLIS = 2_000;
     /** How soon after the stream connects the audit begins. */
     private static final Duration STARTING_LOOK = Duration.ofMillis(100);
 
@@ -85,7 +87,8 @@ public final class SelfAudit implements AutoCloseable {
     private final Map<String, String> proven = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile List<String> audited = List.of();
     private volatile List<String> blind = List.of();
-    private volatile Map<String, String> startingPosition;
+    /** A new stream began: the next look starts the audit afresh. */
+    private volatile boolean restart;
     private volatile boolean acceptGap;
     private volatile boolean started;
     private volatile boolean stopped;
@@ -111,7 +114,7 @@ public final class SelfAudit implements AutoCloseable {
         this.delivered = delivered;
         this.losses = new AuditLosses(config, republish, stop);
         this.pending = new PendingRows(delivered);
-        this.gaps = new AuditGaps(reads, recorded, delivered);
+        this.gaps = new AuditGaps(config.name(), reads, recorded, delivered);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "audit-" + config.name());
             t.setDaemon(true);
@@ -120,19 +123,14 @@ public final class SelfAudit implements AutoCloseable {
     }
 
     /**
-     * A new stream begins (this process took the lock): the rows dated after {@code stored}'s commit time are this stream's
-     * to deliver. Called before the engine starts.
+     * A new stream begins (this process took the lock): the next look starts afresh from the position it stored. Does not
+     * wait for a look under way.
      *
-     * @param stored     the engine's stored position as the stream starts from it
-     * @param acceptGap  the operator accepted a gap at this start: rows an earlier process left unpublished are logged, not refused
+     * @param acceptGap the operator accepted a gap at this start: rows an earlier process left unpublished are logged, not refused
      */
-    public synchronized void activated(Map<String, String> stored, boolean acceptGap) {
-        this.startingPosition = Map.copyOf(stored);
+    public void activated(boolean acceptGap) {
         this.acceptGap = acceptGap;
-        this.started = false;
-        pending.clear();
-        cursor.clear();
-        gaps.clear();
+        this.restart = true;
     }
 
     /** Runs a look every interval while {@code active} (this process streams); never on a standby. */
@@ -148,9 +146,15 @@ public final class SelfAudit implements AutoCloseable {
                 return;
             }
             long now = System.nanoTime();
-            if (!started || now - lastTick >= TimeUnit.MILLISECONDS.toNanos(ms)) {
+            boolean starting = (!started || restart) && lastError == null; // after a failed look, the interval
+            if (starting || now - lastTick >= TimeUnit.MILLISECONDS.toNanos(ms)) {
                 lastTick = now;
-                tick();
+                try {
+                    tick();
+                } catch (Throwable t) { // an Error would cancel the schedule for good, silently
+                    lastError = String.valueOf(t);
+                    LOG.error("Router {}: the self-audit's look failed: {}", config.name(), t.toString());
+                }
             }
         }, STARTING_LOOK.toMillis(), STARTING_LOOK.toMillis(), TimeUnit.MILLISECONDS);
     }
@@ -159,6 +163,13 @@ public final class SelfAudit implements AutoCloseable {
     synchronized void tick() {
         try {
             var c = connection();
+            if (restart) {
+                restart = false;
+                started = false;
+                pending.clear();
+                cursor.clear();
+                gaps.clear();
+            }
             if (!started) {
                 begin(c);
             }
@@ -198,14 +209,22 @@ public final class SelfAudit implements AutoCloseable {
                     config.name(), coverage.blind());
         }
         blind = coverage.blind();
-        var commit = StartingPoint.commitMicros(startingPosition == null ? Map.of() : startingPosition);
+        // The position the stream started from, as stored now (after a start's checks, which may reset it): the rows
+        // dated after its commit are this stream's. A lag past it, since a MySQL/MariaDB offset dates its last statement's
+        // start, not its commit; the rows between are matched with Kafka as an earlier process's.
+        var commit = StartingPoint.commitMicros(offsets().read(config.name()));
         var earlier = AuditedThrough.parse(offsets().audited(config.name()).orElse(null));
+        // Rows skipped by routing.dead-letters.policy: skip leave no record in Kafka: an earlier process's cannot be told
+        // from lost ones.
+        boolean accept = acceptGap || config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.SKIP;
         for (String table : audited) {
-            var lower = commit.isPresent() ? reads.at(c, commit.getAsLong() + 1_000_000) : reads.now(c, Duration.ZERO);
+            var lower = commit.isPresent() ? reads.at(c, commit.getAsLong() + settings.lag().toNanos() / 1000 + 1_000_000)
+                    : reads.now(c, Duration.ZERO);
             cursor.put(table, lower);
-            var before = earlier.get(table);
+            // Before the audit's first proof, the rows up to the stored position's commit count as proven by the position.
+            var before = earlier.containsKey(table) ? earlier.get(table) : commit.isPresent() ? reads.at(c, commit.getAsLong()) : null;
             if (before != null && before.micros() < lower.micros()) {
-                gaps.add(table, before, lower, "committed before this stream began");
+                gaps.add(table, new AuditGaps.Gap(before, lower, "committed before this stream began", accept));
             }
         }
         started = true;
@@ -213,9 +232,8 @@ public final class SelfAudit implements AutoCloseable {
 
     /** Ranges whose deliveries this process cannot know: matched with the records in Kafka; what has none waits. */
     private void proveGaps(Connection c) throws SQLException {
-        for (var unpublished : gaps.prove(c, skewMillis, matched::addAndGet)) {
-            pending.add(unpublished.window(), unpublished.ids(), unpublished.why() + " and have no record in Kafka", acceptGap);
-        }
+        gaps.prove(c, reads.now(c, settings.lag()), matched::addAndGet,
+                (window, ids, why, accepted) -> pending.add(window, ids, why + " and have no record in Kafka", accepted));
     }
 
     private void readNew(Connection c) throws SQLException {
@@ -239,16 +257,29 @@ public final class SelfAudit implements AutoCloseable {
     /** Matches again what waits; a row still unmatched after the stream stored a position past its mark, twice, is lost. */
     private void judge(Connection c) throws SQLException {
         var judgement = pending.judge(c, sql, this::offsets, matched::addAndGet);
-        if (judgement.nudge()) {
-            sql.nudge(c);
+        try {
+            for (var p : judgement.accepted()) {
+                LOG.warn("Router {}: {} row(s) of {} {}; not published (the gap was accepted at this start with --accept-gap, or the "
+                        + "rows were skipped by routing.dead-letters.policy: skip, which leaves no record). First: {}", config.name(),
+                        p.remaining().size(), p.window().table(), p.why(), reads.rows(c, p.window(), p.remaining(), NAMED));
+            }
+            if (!judgement.lost().isEmpty()) {
+                lost(c, judgement.lost().stream().map(PendingRows.Pending::window).toList(),
+                        judgement.lost().stream().map(PendingRows.Pending::remaining).toList(), judgement.lost().get(0).why());
+            }
+        } catch (SQLException | RuntimeException e) {
+            if (!stopped) {
+                pending.putBack(judgement.lost()); // judged again at the next look: a loss is never dropped unreported
+                pending.putBack(judgement.accepted());
+            }
+            throw e;
         }
-        for (var p : judgement.accepted()) {
-            LOG.warn("Router {}: {} row(s) of {} {}; the gap was accepted at this start (--accept-gap): not published. First: {}",
-                    config.name(), p.remaining().size(), p.window().table(), p.why(), reads.rows(c, p.window(), p.remaining(), NAMED));
-        }
-        if (!judgement.lost().isEmpty()) {
-            lost(c, judgement.lost().stream().map(PendingRows.Pending::window).toList(),
-                    judgement.lost().stream().map(PendingRows.Pending::remaining).toList(), judgement.lost().get(0).why());
+        if (judgement.nudge() && !stopped) {
+            try {
+                sql.nudge(c);
+            } catch (SQLException e) {
+                LOG.debug("Router {}: the self-audit's heartbeat message failed: {}", config.name(), e.getMessage());
+            }
         }
     }
 
@@ -258,14 +289,24 @@ public final class SelfAudit implements AutoCloseable {
         }
     }
 
-    /** The stream ran too far ahead of the audit, and ids it delivered were forgotten: what waits for them is proven from Kafka. */
+    /**
+     * The stream ran too far ahead of the audit, and ids it delivered before {@code droppedThroughMillis} were forgotten.
+     * Harmless when every row they could be was read and matched already; else the rows from the oldest waiting window
+     * through that time are matched with the records in Kafka instead, once their transactions have committed.
+     */
     private void fellBehind(Connection c, long droppedThroughMillis) throws SQLException {
+        long readThrough = cursor.values().stream().mapToLong(b -> b.micros() / 1000 + skewMillis).min().orElse(Long.MAX_VALUE);
+        if (droppedThroughMillis + CLOCK_SLACK_MILLIS < readThrough && !pending.readBefore(droppedThroughMillis + CLOCK_SLACK_MILLIS)) {
+            return;
+        }
         LOG.warn("Router {}: the self-audit fell more than {} events behind the stream; the rows it has not matched yet are matched with "
                 + "the records in Kafka instead", config.name(), DeliveredIds.MOST_KEPT);
-        var now = reads.now(c, settings.lag());
+        var through = reads.at(c, (droppedThroughMillis - skewMillis + CLOCK_SLACK_MILLIS) * 1000);
         for (String table : audited) {
-            gaps.add(table, pending.lowest(table, cursor.get(table)), now, "committed while the audit was behind the stream");
-            cursor.put(table, now);
+            var upper = through.micros() > cursor.get(table).micros() ? through : cursor.get(table);
+            gaps.add(table, new AuditGaps.Gap(pending.lowest(table, cursor.get(table)), upper, "committed while the audit was behind the stream",
+                    false));
+            cursor.put(table, upper);
         }
         pending.clear();
     }
@@ -290,7 +331,8 @@ public final class SelfAudit implements AutoCloseable {
 
     /** Ids delivered before every table's cursor (on the router's clock, with a margin) can no longer be asked for. */
     private void forgetDelivered() {
-        long margin = settings.interval().toMillis() + 2_000;
+        // The lag too: a row dated a little ahead of its commit (a writer's clock) is read that much later.
+        long margin = settings.interval().toMillis() + CLOCK_SLACK_MILLIS + settings.lag().toMillis();
         long before = audited.isEmpty() ? System.currentTimeMillis() - 2 * margin
                 : cursor.values().stream().mapToLong(b -> b.micros() / 1000 + skewMillis).min().orElse(0) - margin;
         delivered.forgetBefore(before);
