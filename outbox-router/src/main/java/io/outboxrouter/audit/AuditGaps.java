@@ -34,11 +34,11 @@ final class AuditGaps {
 
     private final String router;
     private final AuditReads reads;
-    private final SelfAudit.RecordedIds recorded;
+    private final RecordedIds recorded;
     private final DeliveredIds delivered;
     private final Map<String, Gap> gaps = new LinkedHashMap<>();
 
-    AuditGaps(String router, AuditReads reads, SelfAudit.RecordedIds recorded, DeliveredIds delivered) {
+    AuditGaps(String router, AuditReads reads, RecordedIds recorded, DeliveredIds delivered) {
         this.router = router;
         this.reads = reads;
         this.recorded = recorded;

@@ -46,13 +46,13 @@ final class AuditLosses {
     }
 
     private final RouterConfig config;
-    private final SelfAudit.Republish republish;
+    private final Republish republish;
     private final java.util.function.Consumer<String> stop;
     private final AtomicLong lost = new AtomicLong();
     private final AtomicLong replayed = new AtomicLong();
 
     /** @param stop told the reason, when a loss stops the router */
-    AuditLosses(RouterConfig config, SelfAudit.Republish republish, java.util.function.Consumer<String> stop) {
+    AuditLosses(RouterConfig config, Republish republish, java.util.function.Consumer<String> stop) {
         this.config = config;
         this.republish = republish;
         this.stop = stop;

@@ -40,6 +40,29 @@ public final class AuditedThrough {
         return out;
     }
 
+    /** Writes how far rows are proven, now and then: on a quiet database each write is WAL the router's slot holds. */
+    static final class Keeper {
+        private final String router;
+        private final java.time.Duration every;
+        private String written;
+        private long writtenAt;
+
+        Keeper(String router, java.time.Duration every) {
+            this.router = router;
+            this.every = every;
+        }
+
+        void keep(Map<String, Bound> through, java.util.function.Supplier<io.outboxrouter.offsets.OffsetTable> offsets) {
+            String json = format(through);
+            long now = System.nanoTime();
+            if (!json.equals(written) && (written == null || now - writtenAt >= every.toNanos())) {
+                offsets.get().write(router, Map.of(io.outboxrouter.offsets.OffsetTable.AUDITED_KEY, json));
+                written = json;
+                writtenAt = now;
+            }
+        }
+    }
+
     /** Through when each table's rows are proven published (the database's rendering), for retention; empty before any are. */
     public static Map<String, String> provenThrough(String json) {
         var out = new LinkedHashMap<String, String>();

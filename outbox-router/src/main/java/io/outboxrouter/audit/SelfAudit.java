@@ -51,16 +51,6 @@ public final class SelfAudit implements AutoCloseable {
     /** How soon after the stream connects the audit begins. */
     private static final Duration STARTING_LOOK = Duration.ofMillis(100);
 
-    /** Publishes rows of a table again, by event id, and says how many records it published. */
-    public interface Republish {
-        long republish(String table, List<String> ids) throws Exception;
-    }
-
-    /** The event ids found in the router's topics among the records written at or after {@code from}. */
-    public interface RecordedIds {
-        void forEach(Instant from, Consumer<String> id) throws Exception;
-    }
-
     /**
      * What the audit knows, for the status page and the metrics.
      *
@@ -96,8 +86,7 @@ public final class SelfAudit implements AutoCloseable {
     private volatile String lastError;
     private volatile long skewMillis;
     private long lastTick;
-    private String persisted;
-    private long persistedAt;
+    private final AuditedThrough.Keeper keeper;
     private Connection connection;
     private OffsetTable offsets;
     private volatile boolean closed;
@@ -114,6 +103,7 @@ public final class SelfAudit implements AutoCloseable {
         this.delivered = delivered;
         this.losses = new AuditLosses(config, republish, stop);
         this.pending = new PendingRows(delivered);
+        this.keeper = new AuditedThrough.Keeper(config.name(), settings.interval().multipliedBy(PERSIST_EVERY));
         this.gaps = new AuditGaps(config.name(), reads, recorded, delivered);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             var t = new Thread(r, "audit-" + config.name());
@@ -319,14 +309,7 @@ public final class SelfAudit implements AutoCloseable {
             through.put(table, b);
             proven.put(table, b.text());
         }
-        // Now and then: on a quiet database each write is WAL that the slot, which does not carry the offsets table, holds.
-        String json = AuditedThrough.format(through);
-        long now = System.nanoTime();
-        if (!json.equals(persisted) && (persisted == null || now - persistedAt >= settings.interval().toNanos() * PERSIST_EVERY)) {
-            offsets().write(config.name(), Map.of(OffsetTable.AUDITED_KEY, json));
-            persisted = json;
-            persistedAt = now;
-        }
+        keeper.keep(through, this::offsets);
     }
 
     /** Ids delivered before every table's cursor (on the router's clock, with a margin) can no longer be asked for. */
