@@ -56,6 +56,8 @@ final class BenchDb {
                   relayed boolean NOT NULL DEFAULT false)""",
                 // The polling relay's index: unrelayed rows in insertion order.
                 "CREATE INDEX outbox_unrelayed ON public.outbox (created_at) WHERE NOT relayed",
+                // The index `schema` prints with the table: the router's self-audit reads rows by created_at.
+                "CREATE INDEX outbox_created_at ON public.outbox (created_at)",
                 // Inserts only: the relay's UPDATEs must not reach the log-based readers. The router's publication lists the
                 // columns it reads, as the router makes it (the raw reader and the bare connector read it too); Debezium
                 // Server's has every column, as its publication.autocreate.mode=filtered makes it.
@@ -93,7 +95,8 @@ final class BenchDb {
                   aggregateid VARCHAR(255) NOT NULL,
                   type VARCHAR(255) NOT NULL,
                   payload JSON,
-                  created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))""");
+                  created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+                  INDEX (created_at))""");
         return db;
     }
 

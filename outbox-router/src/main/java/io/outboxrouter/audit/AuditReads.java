@@ -90,16 +90,41 @@ final class AuditReads {
             if (upper.micros() <= lower.micros()) {
                 return Optional.empty();
             }
-            try (var ps = c.prepareStatement("SELECT " + sql.asText(timeColumn) + ", " + sql.epochMicros(timeColumn) + " FROM " + table
-                    + " WHERE " + range() + filter(table) + " ORDER BY " + timeColumn + " LIMIT 1 OFFSET " + most)) {
+            // One range read in time order; when it holds more than the most, the window ends at the last time read, and
+            // the rows of that time (one transaction's, often) are read whole.
+            var ids = new LongSet(1024);
+            // The rows of the last time read, kept apart until a later time shows they are all read.
+            var sameTime = new java.util.ArrayList<Long>();
+            long lastMicros = Long.MIN_VALUE;
+            String lastText = null;
+            int n = 0;
+            try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + ", " + sql.asText(timeColumn) + ", "
+                    + sql.epochMicros(timeColumn) + " FROM " + table + " WHERE " + range() + filter(table) + " ORDER BY " + timeColumn
+                    + " LIMIT " + (most + 1))) {
                 bind(ps, lower, upper);
+                ps.setFetchSize(10_000);
                 try (var rs = ps.executeQuery()) {
-                    if (rs.next()) {
-                        upper = new Bound(rs.getString(1), rs.getLong(2));
+                    while (rs.next()) {
+                        n++;
+                        long micros = rs.getLong(3);
+                        if (micros != lastMicros) {
+                            sameTime.forEach(ids::add);
+                            sameTime.clear();
+                            lastMicros = micros;
+                            lastText = rs.getString(2);
+                        }
+                        if (rs.getString(1) != null) { // a row without an id is dead-lettered for it, and cannot be matched
+                            sameTime.add(DeliveredIds.hash(rs.getString(1)));
+                        }
                     }
                 }
             }
-            var ids = ids(c, table, lower, upper);
+            if (n > most) {
+                upper = new Bound(lastText, lastMicros);
+                addIdsAt(c, table, upper, ids);
+            } else {
+                sameTime.forEach(ids::add);
+            }
             return Optional.of(new Window(table, lower, upper, mark, ids, skew, routerNow));
         } finally {
             sql.endSnapshot(c);
@@ -137,6 +162,22 @@ final class AuditReads {
             return new Window(table, lower, upper, mark, ids(c, table, lower, upper), skew, routerNow);
         } finally {
             sql.endSnapshot(c);
+        }
+    }
+
+    /** Adds the ids of the rows dated exactly {@code at}. */
+    private void addIdsAt(Connection c, String table, Bound at, LongSet ids) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + timeColumn + " = "
+                + sql.timestampParameter() + filter(table))) {
+            ps.setString(1, at.text());
+            ps.setFetchSize(10_000);
+            try (var rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    if (rs.getString(1) != null) {
+                        ids.add(DeliveredIds.hash(rs.getString(1)));
+                    }
+                }
+            }
         }
     }
 
