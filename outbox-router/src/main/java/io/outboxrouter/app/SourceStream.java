@@ -64,10 +64,10 @@ final class SourceStream implements AutoCloseable {
         this.config = config;
         this.acceptGapGivenAt = acceptGap ? java.time.Instant.now() : null;
         this.source = source;
-        // Held events lost from the parking topic stop the stream as a change of the source does, kept for the next start.
         var auditing = config.outbox().audit();
         this.delivered = auditing.enabled() && !config.source().tables().isEmpty()
                 ? new io.outboxrouter.audit.DeliveredIds(auditing.interval().toMillis()) : null;
+        // Held events lost from the parking topic stop the stream as a change of the source does, kept for the next start.
         this.handlers = sink -> {
             var h = handlers.apply(sink);
             h.whenParkingLost(problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem)));
@@ -144,10 +144,6 @@ final class SourceStream implements AutoCloseable {
 
     Optional<Retention> retention() {
         return retention;
-    }
-
-    Optional<io.outboxrouter.audit.SelfAudit> audit() {
-        return audit;
     }
 
     /** What the stream does as its lock comes and goes. */

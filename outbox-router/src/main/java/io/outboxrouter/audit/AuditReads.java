@@ -167,25 +167,22 @@ final class AuditReads {
 
     /** Adds the ids of the rows dated exactly {@code at}. */
     private void addIdsAt(Connection c, String table, Bound at, LongSet ids) throws SQLException {
-        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + timeColumn + " = "
-                + sql.timestampParameter() + filter(table))) {
-            ps.setString(1, at.text());
-            ps.setFetchSize(10_000);
-            try (var rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    if (rs.getString(1) != null) {
-                        ids.add(DeliveredIds.hash(rs.getString(1)));
-                    }
-                }
-            }
-        }
+        addIds(c, table, timeColumn + " = " + sql.timestampParameter(), ids, at.text());
     }
 
     /** The ids of the rows dated after {@code lower} and through {@code upper}, as hashes. */
     private LongSet ids(Connection c, String table, Bound lower, Bound upper) throws SQLException {
         var ids = new LongSet(1024);
-        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + range() + filter(table))) {
-            bind(ps, lower, upper);
+        addIds(c, table, range(), ids, lower.text(), upper.text());
+        return ids;
+    }
+
+    /** Adds the hashes of the ids of the table's rows (this stream's) where {@code where} holds, its parameters given in order. */
+    private void addIds(Connection c, String table, String where, LongSet ids, String... parameters) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT " + sql.asText(columns.id()) + " FROM " + table + " WHERE " + where + filter(table))) {
+            for (int i = 0; i < parameters.length; i++) {
+                ps.setString(i + 1, parameters[i]);
+            }
             ps.setFetchSize(10_000);
             try (var rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -196,7 +193,6 @@ final class AuditReads {
                 }
             }
         }
-        return ids;
     }
 
     private String range() {

@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * <p>"Already published" cannot be read from a time column (a long transaction commits rows dated long before), so each
  * cycle works from the source's log instead: in one snapshot it reads a log position that every transaction visible in the
  * snapshot committed before ({@link OutboxSql#beginSnapshot}) and the ids of the old rows visible there; it deletes them only
- * once the router has published and stored everything before that position ({@link OutboxSql#publishedPast}). A row the
- * router has not published is never deleted, however old it is, whatever the router is doing (stopped, behind, failing).
+ * once the router has published and stored everything before that position ({@link OutboxSql#publishedPast}), and only
+ * rows dated through the time the self-audit proved every row published ({@code outbox-router.audited}). A row the router
+ * has not published is never deleted, however old it is, whatever the router is doing (stopped, behind, failing).
  * Rows are deleted by id, so a row committed after the snapshot is never touched by that cycle.
  */
 public final class Retention implements AutoCloseable {
