@@ -31,7 +31,8 @@ final class PositionCheck {
             var gap = table.gap(config.name()).map(PositionCheck::gapText);
             // A loss recorded while the router ran names its rows from an earlier point than the catalog kept: that one is not compared.
             var drift = source.drift(new StoredPosition(table.read(config.name()), table.state(config.name()),
-                    gap.isPresent() ? Optional.empty() : table.catalog(config.name()), table.firstStartUnderWay(config.name())));
+                    gap.isPresent() ? Optional.empty() : table.catalog(config.name()), table.firstStartUnderWay(config.name()),
+                    table.timeline(config.name())));
             if (drift.isPresent()) {
                 return gap.map(g -> new Drift(g + "; and " + drift.get().problem(), drift.get().accepted(), drift.get().keepsPosition(),
                         table.gap(config.name()).map(PositionCheck::detected).orElse(null))).or(() -> drift);

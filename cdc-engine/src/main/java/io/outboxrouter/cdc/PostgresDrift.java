@@ -33,6 +33,17 @@ final class PostgresDrift {
         }
     }
 
+    /** The server's history, for the check of a stored position's timeline; empty (and logged) when it cannot be read. */
+    static Optional<PostgresHistory> history(RouterConfig config) {
+        try {
+            return Optional.of(PostgresHistory.read(config.source().connection()));
+        } catch (SQLException | RuntimeException e) {
+            LOG.warn("Router {}: cannot read the server's timeline history ({}): a stored position read from a former primary "
+                    + "that this server never had is not told apart", config.name(), e.getMessage());
+            return Optional.empty();
+        }
+    }
+
     /** The drift of a stored position that was not reset by the operator. */
     static Found find(RouterConfig config, StoredPosition stored) throws SQLException {
         var pg = config.source().postgres();
@@ -84,6 +95,10 @@ final class PostgresDrift {
                             + " are not published (publish the rows still in the outbox table again with `replay`)"));
         }
         Long storedAt = storedLsn(stored);
+        var forked = storedAt == null ? Optional.<Drift>empty() : forked(config, stored, storedAt, confirmed);
+        if (forked.isPresent()) {
+            return Found.of(forked.get());
+        }
         // LSNs are unsigned 64-bit numbers.
         if (storedAt != null && Long.compareUnsigned(storedAt, PostgresSource.parseLsn(current)) > 0) {
             // Resuming there would skip what this server writes up to it: its history is not the one the position came from.
@@ -134,6 +149,43 @@ final class PostgresDrift {
                     + "the rows in the table again, use replay" : "");
         }
         return new Found(Optional.empty(), resumeFromSlot, firstStart);
+    }
+
+    /**
+     * A stored position read on a timeline this server's history left before it: the former primary's transactions from
+     * the branch point on are not here, and this server's own, written at the same LSNs since its promotion, would be
+     * skipped by a resume there (its WAL may long have passed the position).
+     */
+    private static Optional<Drift> forked(RouterConfig config, StoredPosition stored, long storedAt, String confirmed) {
+        var stamp = stored.timeline().flatMap(PostgresHistory.Stamp::of);
+        var history = history(config);
+        if (history.isEmpty()) {
+            return Optional.empty();
+        }
+        if (stamp.isEmpty()) {
+            Long promoted = history.get().lastSwitch();
+            if (promoted != null && Long.compareUnsigned(storedAt, promoted) >= 0) {
+                LOG.warn("Router {}: the stored position {} keeps no timeline (written by an earlier build, or by offsets set), and this "
+                        + "server's timeline {} began at {}: the router takes the position to be of this timeline. If it was read "
+                        + "from the former primary after that point, the self-audit reports the rows this server wrote in between",
+                        config.name(), PostgresSource.formatLsn(storedAt), history.get().timeline(), PostgresSource.formatLsn(promoted));
+            }
+            return Optional.empty();
+        }
+        var why = history.get().missing(stamp.get(), storedAt);
+        if (why.isEmpty()) {
+            return Optional.empty();
+        }
+        var pg = config.source().postgres();
+        String at = PostgresSource.formatLsn(storedAt);
+        return Optional.of(new Drift("router " + config.name() + "'s stored position " + at + " in " + config.offsets().table()
+                + " is not in this server's history: " + why.get() + ". The events published for those transactions are of "
+                + "transactions this server does not have, and resuming at " + at + " would skip the transactions this server "
+                + "wrote up to it since (the standby was promoted without synchronized_standby_slots, or the offsets were kept "
+                + "in the offsets topic or on another database, which the standby's copy did not hold back)",
+                "forget the stored position and go on from slot " + pg.slot() + (confirmed == null ? "" : " at " + confirmed)
+                        + ": this server's events from there are published (some again); those published from the former primary "
+                        + "stay published"));
     }
 
     /** The slots of this shard's siblings (the same layout) that exist; waits while another process sets the layout up. */

@@ -70,6 +70,7 @@ final class PostgresSource implements Source {
 
     @Override
     public void afterPositionCheck() {
+        stampTimeline();
         if (config.source().postgres().shard() == null) {
             markFirstStart();
             return;
@@ -77,6 +78,23 @@ final class PostgresSource implements Source {
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
             PostgresShards.createLayoutSlots(config.name(), config.source(),
                     name -> !table.read(name).isEmpty() || table.state(name).isPresent());
+        }
+    }
+
+    /**
+     * The history the stream reads from now, kept before any position read there is stored: a later start on a server
+     * that left this timeline before the stored position refuses it ({@link PostgresHistory#missing}).
+     */
+    private void stampTimeline() {
+        var history = PostgresDrift.history(config);
+        if (history.isEmpty()) {
+            return;
+        }
+        try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
+            String stamp = history.get().stamp().json();
+            if (!table.timeline(config.name()).filter(stamp::equals).isPresent()) {
+                table.write(config.name(), java.util.Map.of(OffsetTable.TIMELINE_KEY, stamp));
+            }
         }
     }
 

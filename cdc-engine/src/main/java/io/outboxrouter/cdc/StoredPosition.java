@@ -12,11 +12,13 @@ import java.util.Optional;
  *                before either
  * @param catalog the catalog the router last streamed with ({@link OffsetTable#CATALOG_KEY}); empty when none is kept
  * @param firstStartUnderWay the first start's initial snapshot has not stored a position yet ({@link OffsetTable#FIRST_START_KEY})
+ * @param timeline the history the router last streamed from ({@link OffsetTable#TIMELINE_KEY}); empty when none is kept
  */
-record StoredPosition(Map<String, String> offsets, Optional<String> state, Optional<String> catalog, boolean firstStartUnderWay) {
+record StoredPosition(Map<String, String> offsets, Optional<String> state, Optional<String> catalog, boolean firstStartUnderWay,
+                      Optional<String> timeline) {
 
     StoredPosition(Map<String, String> offsets, Optional<String> state) {
-        this(offsets, state, Optional.empty(), false);
+        this(offsets, state, Optional.empty(), false, Optional.empty());
     }
 
     boolean isEmpty() {

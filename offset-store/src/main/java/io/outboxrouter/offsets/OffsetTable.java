@@ -79,6 +79,12 @@ public final class OffsetTable implements AutoCloseable {
      * with what the stream delivered, or with the records in Kafka): outbox retention deletes no row dated after it.
      */
     public static final String AUDITED_KEY = "outbox-router.audited";
+    /**
+     * The row that keeps the history a Postgres router streams from (the server's system identifier and timeline),
+     * written at every start before a position read there is stored: a position of a timeline that the server's history
+     * left before it is refused at the next start (a standby promoted before it had the router's last transactions).
+     */
+    public static final String TIMELINE_KEY = "outbox-router.timeline";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -150,6 +156,7 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(SOURCE_KEY);
         out.remove(FIRST_START_KEY);
         out.remove(AUDITED_KEY);
+        out.remove(TIMELINE_KEY);
         return out;
     }
 
@@ -190,6 +197,11 @@ public final class OffsetTable implements AutoCloseable {
     /** Whether the router's first start, with its initial snapshot, has not stored a position yet ({@link #FIRST_START_KEY}). */
     public boolean firstStartUnderWay(String routerName) {
         return readAll(routerName).containsKey(FIRST_START_KEY);
+    }
+
+    /** The history the router last streamed from ({@link #TIMELINE_KEY}), as JSON text; empty when none is kept. */
+    public Optional<String> timeline(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(TIMELINE_KEY));
     }
 
     /** The token of this router's positions ({@link #SOURCE_KEY}); empty before the first exactly-once start. */

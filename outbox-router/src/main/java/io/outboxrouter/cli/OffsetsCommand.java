@@ -175,6 +175,7 @@ final class OffsetsCommand {
                 var withAuthority = new LinkedHashMap<>(entries);
                 withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE); // the next start resumes from this table
                 withAuthority.put(OffsetTable.RETENTION_HOLD_KEY, OffsetTable.retentionHoldFromNow()); // rows to replay are kept
+                withAuthority.put(OffsetTable.TIMELINE_KEY, null); // a position given by hand is of the server as it is now
                 table.write(c.name(), withAuthority);
                 entries.forEach((key, value) -> System.out.println("router " + c.name() + ": position set to " + value
                         + (stored.containsKey(key) ? " (was " + stored.get(key) + ")" : "") + "; the next start publishes again from there"));

@@ -152,6 +152,7 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
             var withAuthority = new LinkedHashMap<>(entries);
             withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE);
             withAuthority.put(OffsetTable.GAP_KEY, null);
+            withAuthority.put(OffsetTable.TIMELINE_KEY, null); // the new slot's position is of the server as it is now
             table.write(c.name(), withAuthority);
             System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
                     + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed ("

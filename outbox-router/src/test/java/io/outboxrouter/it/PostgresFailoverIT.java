@@ -190,6 +190,108 @@ class PostgresFailoverIT {
         }
     }
 
+    /**
+     * A standby promoted before it received the router's last transactions, under exactly-once delivery (the positions
+     * live in the offsets topic, so the standby's copy of the offsets table does not hold them back). The new primary
+     * writes on past the stored position: resuming there would skip what it wrote since its promotion. The router
+     * refuses to start and names the branch point; with --accept-gap it goes on from the slot, and the new primary's
+     * events are published.
+     */
+    @Test
+    void aStandbyPromotedBeforeItHadTheRoutersLastTransactionsIsRefused() throws Exception {
+        PostgresServer standby = null;
+        try (var primary = PostgresServer.start()) {
+            var db = new PostgresOutbox(primary, OutboxContract.unique("fork"));
+            try (var address = TcpProxy.to(primary.port())) {
+                String url = "jdbc:postgresql://127.0.0.1:" + address.port() + "/" + db.database();
+                String topics = OutboxContract.unique("fork");
+                String name = OutboxContract.unique("fork-router").replace('_', '-');
+                var config = RouterConfigLoader.parse("name: " + name + "\n" + db.sourceYaml().replace(primary.jdbcUrl(db.database()), url)
+                        + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\nkafka:\n  bootstrap-servers: " + OutboxContract.kafka()
+                        + "\ndelivery: exactly-once\nhttp:\n  enabled: false\n", Map.of());
+                String slot = config.source().postgres().slot();
+                var published = new java.util.HashSet<UUID>();
+                String formerEnd;
+                try (var kafka = KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*")) {
+                    try (var router = Router.start(config)) {
+                        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                        standby = primary.startStandby();
+                        var copy = standby;
+                        Awaitility.await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500)).until(() -> {
+                            try (var c = primary.connect("postgres"); var st = c.createStatement()) {
+                                st.execute("SELECT pg_log_standby_snapshot()");
+                            }
+                            return syncedCopy(copy, db.database(), slot);
+                        });
+                        // Replication becomes asynchronous and then stops: what the router reads from now on, the standby never gets.
+                        try (var c = primary.connect("postgres"); var st = c.createStatement()) {
+                            st.execute("ALTER SYSTEM RESET synchronized_standby_slots");
+                            st.execute("ALTER SYSTEM RESET synchronous_standby_names");
+                            st.execute("SELECT pg_reload_conf()");
+                        }
+                        try (var c = copy.connect("postgres"); var st = c.createStatement()) {
+                            st.execute("ALTER SYSTEM SET primary_conninfo = ''");
+                            st.execute("SELECT pg_reload_conf()");
+                        }
+                        try (var c = db.connect()) {
+                            for (int i = 0; i < 30; i++) {
+                                var e = TestEvent.of("Order", "order-" + (i % 3), i / 3 + 1);
+                                db.insert(c, e);
+                                c.commit();
+                                published.add(e.id());
+                            }
+                        }
+                        kafka.awaitIds(published, Duration.ofSeconds(60));
+                    }
+                    try (var c = primary.connect("postgres"); var st = c.createStatement(); var rs = st.executeQuery(
+                            "SELECT pg_current_wal_lsn()::text")) {
+                        rs.next();
+                        formerEnd = rs.getString(1);
+                    }
+                    primary.kill();
+                    standby.promote();
+                    address.switchTo(standby.port());
+                    // The new primary's own events, at LSNs the former primary had used for the router's last transactions.
+                    var onTheNewPrimary = new java.util.HashSet<UUID>();
+                    try (var c = java.sql.DriverManager.getConnection(standby.jdbcUrl(db.database()), PostgresServer.USER,
+                            PostgresServer.PASSWORD)) {
+                        for (int i = 0; i < 5; i++) {
+                            var e = TestEvent.of("Invoice", "invoice-" + i, 1);
+                            db.insert(c, e);
+                            onTheNewPrimary.add(e.id());
+                        }
+                        try (var st = c.createStatement()) {
+                            st.execute("SELECT pg_switch_wal()");
+                            st.execute("CREATE TABLE past_the_switch (x int)"); // some WAL in the next segment
+                        }
+                        try (var ps = c.prepareStatement("SELECT pg_current_wal_lsn() > ?::pg_lsn")) {
+                            ps.setString(1, formerEnd);
+                            try (var rs = ps.executeQuery()) {
+                                rs.next();
+                                assertThat(rs.getBoolean(1)).as("the new primary's WAL passed the former primary's end").isTrue();
+                            }
+                        }
+                    }
+                    org.assertj.core.api.Assertions.assertThatThrownBy(() -> Router.start(config).close())
+                            .isInstanceOf(io.outboxrouter.cdc.SourceSetupException.class)
+                            .hasMessageContaining("is not in this server's history")
+                            .hasMessageContaining("which this server left at")
+                            .hasMessageContaining("--accept-gap");
+                    try (var router = Router.start(config, true)) {
+                        assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                        kafka.awaitIds(onTheNewPrimary, Duration.ofSeconds(60));
+                    }
+                    System.out.printf("fork test: %d events published from the former primary (to %s), %d from the new one%n",
+                            published.size(), formerEnd, onTheNewPrimary.size());
+                }
+            }
+        } finally {
+            if (standby != null) {
+                standby.close();
+            }
+        }
+    }
+
     private static boolean syncedCopy(PostgresServer standby, String database, String slot) throws SQLException {
         try (var c = standby.connect(database); var ps = c.prepareStatement(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = ? AND synced AND NOT temporary")) {
