@@ -214,7 +214,8 @@ public final class SelfAudit implements AutoCloseable {
             // Before the audit's first proof, the rows up to the stored position's commit count as proven by the position.
             var before = earlier.containsKey(table) ? earlier.get(table) : commit.isPresent() ? reads.at(c, commit.getAsLong()) : null;
             if (before != null && before.micros() < lower.micros()) {
-                gaps.add(table, new AuditGaps.Gap(before, lower, "committed before this stream began", accept));
+                gaps.add(table, new AuditGaps.Gap(before, lower, "committed before this stream began, or just after the position it "
+                        + "began from", accept));
             }
         }
         started = true;

@@ -191,4 +191,36 @@ class AuditedPathsIT {
             assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
         }
     }
+
+    /**
+     * Rows loaded from a file in statement format ({@code LOAD DATA} under {@code binlog_format = STATEMENT}): the binlog
+     * holds the file's contents and the statement, not rows, and Debezium passes over it without the warning the statement
+     * watch listens for.
+     */
+    @Test
+    void aStatementFormatLoadDataIsFound(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        var db = BinlogOutbox.mariadb(OutboxContract.unique("loaddata"));
+        String topics = OutboxContract.unique("loaddata");
+        var config = config(OutboxContract.unique("loaddata").replace('_', '-'), db.sourceYaml(), topics);
+        var before = TestEvent.of("Order", "o-1", 1);
+        var lost = TestEvent.of("Order", "o-1", 2);
+        var after = TestEvent.of("Order", "o-2", 1);
+        var rows = java.nio.file.Files.writeString(dir.resolve("rows.tsv"), lost.id() + "\tOrder\to-1\tOrderChanged\t{\"seq\": 2}\n");
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect();
+             var loader = db.connect("?allowLocalInfile=true"); var st = loader.createStatement()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            db.insert(c, before);
+            c.commit();
+            kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+
+            st.execute("SET SESSION binlog_format = 'STATEMENT'");
+            st.execute("LOAD DATA LOCAL INFILE '" + rows + "' INTO TABLE outbox (id, aggregatetype, aggregateid, type, payload)");
+            loader.commit();
+            db.insert(c, after);
+            c.commit();
+
+            assertThat(RouterStops.failure(router)).contains(lost.id().toString());
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).doesNotContain(lost.id());
+        }
+    }
 }

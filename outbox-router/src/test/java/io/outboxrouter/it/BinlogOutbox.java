@@ -59,7 +59,12 @@ final class BinlogOutbox implements OutboxDatabase {
 
     @Override
     public Connection connect() throws SQLException {
-        var c = DriverManager.getConnection(server.jdbcUrl(database), server.user(), server.password());
+        return connect("");
+    }
+
+    /** A connection with these URL parameters ({@code ?name=value&...}), autocommit off. */
+    Connection connect(String parameters) throws SQLException {
+        var c = DriverManager.getConnection(server.jdbcUrl(database) + parameters, server.user(), server.password());
         c.setAutoCommit(false);
         return c;
     }
