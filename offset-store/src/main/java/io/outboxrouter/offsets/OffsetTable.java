@@ -85,6 +85,11 @@ public final class OffsetTable implements AutoCloseable {
      * left before it is refused at the next start (a standby promoted before it had the router's last transactions).
      */
     public static final String TIMELINE_KEY = "outbox-router.timeline";
+    /**
+     * The row that keeps the stream's parked aggregates (park id, position, since), written once their markers are
+     * acknowledged: a parking topic that lost them is found at the next start, and so is a start under another policy.
+     */
+    public static final String PARKS_KEY = "outbox-router.parks";
     /** The row that holds the router's fencing token ({@link #nextFence}). */
     public static final String FENCE_KEY = "outbox-router.fence";
     private static final Pattern FENCE_VALUE = Pattern.compile("\"fence\"\\s*:\\s*(\\d+)");
@@ -157,6 +162,7 @@ public final class OffsetTable implements AutoCloseable {
         out.remove(FIRST_START_KEY);
         out.remove(AUDITED_KEY);
         out.remove(TIMELINE_KEY);
+        out.remove(PARKS_KEY);
         return out;
     }
 
@@ -202,6 +208,11 @@ public final class OffsetTable implements AutoCloseable {
     /** The history the router last streamed from ({@link #TIMELINE_KEY}), as JSON text; empty when none is kept. */
     public Optional<String> timeline(String routerName) {
         return Optional.ofNullable(readAll(routerName).get(TIMELINE_KEY));
+    }
+
+    /** The parked aggregates kept beside the position ({@link #PARKS_KEY}), as JSON text; empty when none is. */
+    public Optional<String> parks(String routerName) {
+        return Optional.ofNullable(readAll(routerName).get(PARKS_KEY));
     }
 
     /** The token of this router's positions ({@link #SOURCE_KEY}); empty before the first exactly-once start. */

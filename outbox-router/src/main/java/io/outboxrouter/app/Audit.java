@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,13 +43,14 @@ public final class Audit {
      * @param deadLettered   rows that went to the dead-letter topic
      * @param onlyReplayed   rows whose only records are replayed copies (published again by replay or offsets recover)
      * @param held           rows held in the parking topic (their aggregate is parked) and not published yet
+     * @param dropped        rows held by a park that was dropped ({@code parked drop}): not published, and held no more
      * @param duplicates     records beyond the first of a row, replayed copies apart
      * @param replayedCopies replayed copies of rows that have a record of their own
      * @param missingCount   rows with no record at all; {@code missing} keeps the first {@link #MISSING_KEPT}
      * @param orderChecked   the order of commits was known (Postgres with track_commit_timestamp), so order was checked
      */
     public record Report(List<String> topics, int passes, long rows, long records, long published, long deadLettered, long onlyReplayed,
-                         long held, long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
+                         long held, long dropped, long duplicates, long replayedCopies, long missingCount, List<Missing> missing, long outOfOrderCount,
                          List<OutOfOrder> outOfOrder, boolean orderChecked) {
         /** Nothing missing, nothing out of order (duplicates are what at-least-once delivery allows). */
         public boolean clean() {
@@ -100,6 +102,7 @@ public final class Audit {
         int passes = (int) Math.max(1, (total + ROWS_PER_PASS - 1) / ROWS_PER_PASS);
         var t = new Totals();
         String parking = config.routing().deadLetters().parkingTopic();
+        var dropped = droppedHolds();
         for (int pass = 0; pass < passes; pass++) {
             int share = pass;
             // Each aggregate's rows in commit order, and which aggregate each event id belongs to: this pass's share only.
@@ -117,15 +120,46 @@ public final class Audit {
                 if (s.id() == null || !rowById.containsKey(s.id())) {
                     return;
                 }
-                seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s, parking);
+                seen.computeIfAbsent(s.id(), k -> new Occurrences()).add(s, parking, dropped);
             });
             t.records += read;
             compare(byAggregate, seen, t);
             progress.accept("pass " + (pass + 1) + "/" + passes + ": " + rowById.size() + " row(s) of "
                     + byAggregate.size() + " aggregate(s), " + read + " record(s) read");
         }
-        return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.held, t.duplicates, t.replayedCopies,
+        return new Report(topics, passes, total, t.records, t.published, t.deadLettered, t.onlyReplayed, t.held, t.dropped, t.duplicates, t.replayedCopies,
                 t.missingCount, t.missing, t.outOfOrderCount, t.outOfOrder, !t.orderUnknown);
+    }
+
+    /**
+     * The event ids held in the parking topic only by parks that were dropped: neither published nor held any more. Empty
+     * unless the router parks.
+     */
+    private java.util.Set<String> droppedHolds() throws ExecutionException, InterruptedException {
+        var deadLetters = config.routing().deadLetters();
+        if (deadLetters.policy() != io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
+            return java.util.Set.of();
+        }
+        var topic = new io.outboxrouter.kafka.ParkingTopic(config.kafka(), deadLetters.parkingTopic());
+        if (!topic.exists()) {
+            return java.util.Set.of();
+        }
+        var droppedParks = new HashSet<String>();
+        var heldBy = new HashMap<String, List<String>>();
+        topic.read(r -> {
+            if (r.action() == io.outboxrouter.kafka.ParkingRecord.Action.DROPPED) {
+                droppedParks.add(r.aggregate() + '\u0000' + r.park());
+            } else if (r.action() == io.outboxrouter.kafka.ParkingRecord.Action.HOLD && r.event() != null) {
+                heldBy.computeIfAbsent(r.event(), k -> new ArrayList<>(1)).add(r.aggregate() + '\u0000' + r.park());
+            }
+        });
+        var out = new HashSet<String>();
+        heldBy.forEach((event, parks) -> {
+            if (droppedParks.containsAll(parks)) {
+                out.add(event);
+            }
+        });
+        return out;
     }
 
     private static int share(String aggregateId, int passes) {
@@ -154,6 +188,8 @@ public final class Audit {
                 if (o.records == 0) {
                     if (o.held > 0) {
                         t.held++;
+                    } else if (o.dropped > 0) {
+                        t.dropped++;
                     } else if (o.deadLetters > 0) {
                         t.deadLettered++;
                     } else {
@@ -199,13 +235,21 @@ public final class Audit {
         long replayed;
         long deadLetters;
         long held;
+        long dropped;
         String partition;
         long offset;
 
-        /** @param parking the parking topic: a record there is held, not published */
-        void add(TopicScan.Seen s, String parking) {
+        /**
+         * @param parking the parking topic: a record there is held, not published
+         * @param dropped the events held only by parks that were dropped
+         */
+        void add(TopicScan.Seen s, String parking, java.util.Set<String> dropped) {
             if (s.topic().equals(parking)) {
-                held++;
+                if (dropped.contains(s.id())) {
+                    this.dropped++;
+                } else {
+                    held++;
+                }
             } else if (s.deadLetter()) {
                 deadLetters++;
             } else if (s.replayed()) {
@@ -226,6 +270,7 @@ public final class Audit {
         long deadLettered;
         long onlyReplayed;
         long held;
+        long dropped;
         long duplicates;
         long replayedCopies;
         long missingCount;

@@ -72,6 +72,7 @@ final class SourceStream implements AutoCloseable {
             var h = handlers.apply(sink);
             h.whenParkingLost(problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem)));
             h.recordDeliveriesIn(delivered);
+            h.keepParksIn(new KeptParks(config));
             return h;
         };
         if (!config.kafka().exactlyOnce()) {
@@ -169,6 +170,9 @@ final class SourceStream implements AutoCloseable {
                     // Whatever an offsets topic of an earlier exactly-once run says, from now on this table is the position.
                     table.write(config.name(), java.util.Map.of(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE), fence);
                 }
+                if (config.routing().deadLetters().policy() != io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
+                    KeptParks.refuseUnderAnotherPolicy(config, table, !activatedBefore && acceptGapGivenAt != null);
+                }
             }
             if (config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE) {
                 // The parked aggregates, read before the first event; the lock's session must outlive the retries (MySQL ends
@@ -176,7 +180,7 @@ final class SourceStream implements AutoCloseable {
                 var patience = config.kafka().giveUpAfter().isZero() ? Duration.ofHours(1) : config.kafka().giveUpAfter().plusMinutes(1);
                 stayAlive(lock, (int) Math.min(Integer.MAX_VALUE, patience.toSeconds()));
                 try {
-                    handler.activate();
+                    handler.activate(!activatedBefore && acceptGapGivenAt != null);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted while reading the parking topic", e);

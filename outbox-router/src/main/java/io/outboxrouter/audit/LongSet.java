@@ -4,12 +4,12 @@ package io.outboxrouter.audit;
  * A set of longs in one array, open addressing with linear probing, at most half full: a few times smaller than a
  * {@code HashSet<Long>}. Zero is kept apart, since it marks a free slot. Not thread-safe.
  */
-final class LongSet {
+public final class LongSet {
     private long[] slots;
     private int size;
     private boolean hasZero;
 
-    LongSet(int expected) {
+    public LongSet(int expected) {
         slots = new long[capacityFor(Math.max(16, expected))];
     }
 
@@ -17,7 +17,7 @@ final class LongSet {
         return Integer.highestOneBit(Math.max(16, n * 2 - 1)) << 1;
     }
 
-    boolean add(long value) {
+    public boolean add(long value) {
         if (value == 0) {
             boolean added = !hasZero;
             hasZero = true;
@@ -40,7 +40,7 @@ final class LongSet {
         }
     }
 
-    boolean contains(long value) {
+    public boolean contains(long value) {
         if (value == 0) {
             return hasZero;
         }

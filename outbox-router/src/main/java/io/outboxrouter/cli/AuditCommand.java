@@ -78,6 +78,8 @@ final class AuditCommand implements Callable<Integer> {
         System.out.println(report.rows() + " row(s), " + report.records() + " record(s) read: " + report.published() + " published, "
                 + report.deadLettered() + " dead-lettered, " + report.onlyReplayed() + " present only as replayed copies, "
                 + (report.held() > 0 ? report.held() + " held (their aggregates are parked: parked list), " : "")
+                + (report.dropped() > 0 ? report.dropped() + " dropped (held by a park that `parked drop` ended: not published; "
+                + "replay --id publishes one), " : "")
                 + report.missingCount() + " missing; " + report.duplicates() + " duplicate record(s) and " + report.replayedCopies()
                 + " replayed copies; " + (report.orderChecked() ? report.outOfOrderCount() + " event(s) out of order."
                 : "order not checked: the server keeps no order of commits (Postgres: track_commit_timestamp = on)."));

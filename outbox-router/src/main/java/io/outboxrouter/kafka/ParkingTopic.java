@@ -129,6 +129,73 @@ public final class ParkingTopic {
         return ends;
     }
 
+    /** Takes the records {@link #fetch} read, a chunk at a time. */
+    @FunctionalInterface
+    public interface Chunk {
+        void accept(List<ParkingRecord> records) throws Exception;
+    }
+
+    /**
+     * Reads the records at {@code offsets} of one partition, in that order (mostly rising: a read seeks back only where the
+     * order goes back), and hands them on in chunks of at most {@code chunkSize}: a release of any size holds one chunk
+     * and one fetch at a time.
+     *
+     * @throws IllegalStateException when a record is gone from the topic (deleted since it was planned)
+     */
+    public void fetch(int partition, long[] offsets, int chunkSize, Chunk each) throws Exception {
+        if (offsets.length == 0) {
+            return;
+        }
+        var tp = new TopicPartition(topic, partition);
+        try (var consumer = TopicScan.consumer(clientConfig)) {
+            consumer.assign(List.of(tp));
+            var chunk = new ArrayList<ParkingRecord>(Math.min(chunkSize, offsets.length));
+            int i = 0;
+            long lastRead = Long.MAX_VALUE; // forces the first seek
+            long stalledSince = System.nanoTime();
+            while (i < offsets.length) {
+                if (offsets[i] <= lastRead) {
+                    consumer.seek(tp, offsets[i]);
+                    lastRead = offsets[i] - 1;
+                }
+                var polled = consumer.poll(Duration.ofMillis(500)).records(tp);
+                if (polled.isEmpty()) {
+                    if (System.nanoTime() - stalledSince > Duration.ofSeconds(60).toNanos()) {
+                        throw new IllegalStateException("the held event at offset " + offsets[i] + " of " + tp + " cannot be read after 60 s");
+                    }
+                    continue;
+                }
+                stalledSince = System.nanoTime();
+                for (var r : polled) {
+                    if (i == offsets.length || offsets[i] <= lastRead) {
+                        break; // done, or the order goes back: seek
+                    }
+                    lastRead = r.offset();
+                    if (r.offset() < offsets[i]) {
+                        continue;
+                    }
+                    if (r.offset() > offsets[i]) {
+                        throw new IllegalStateException("the held event at offset " + offsets[i] + " of " + tp + " is gone from the "
+                                + "topic (its records were deleted since the release was planned)");
+                    }
+                    var record = ParkingRecord.of(r);
+                    if (record.isEmpty()) {
+                        throw new IllegalStateException("the record at offset " + offsets[i] + " of " + tp + " is not a held event");
+                    }
+                    chunk.add(record.get());
+                    i++;
+                    if (chunk.size() == chunkSize) {
+                        each.accept(chunk);
+                        chunk = new ArrayList<>(Math.min(chunkSize, offsets.length - i));
+                    }
+                }
+            }
+            if (!chunk.isEmpty()) {
+                each.accept(chunk);
+            }
+        }
+    }
+
     /**
      * The topic's id and, per partition, the first offset it still keeps; empty when the topic does not exist. A topic
      * deleted and created again has another id; one whose records were deleted (retention, {@code kafka-delete-records})

@@ -111,53 +111,90 @@ public final class OutboxBatchHandler implements ChangeHandler {
         if (sink.transactional() && uncommitted.total > 0) {
             return true;
         }
-        var outcomes = new ArrayList<Outcome>();
         var releases = parking.takeRequests();
-        for (var release : releases) {
-            for (var r : release.publish()) {
-                // One that Kafka would refuse is dead-lettered in its place (as it would have been when first sent), so that
-                // a release never fails for good and is tried again forever.
-                var tooLarge = sink.refusesForSize(r);
-                outcomes.add(tooLarge.isEmpty() ? new Released(r) : new DeadLetter("too_large", deadLetters.withoutPayload(r,
-                        "too_large: a held event Kafka refuses: " + tooLarge.get())));
-            }
-            outcomes.add(new Marker(parking.marker(release)));
-        }
-        if (outcomes.isEmpty()) {
+        if (releases.isEmpty()) {
             return false;
         }
-        List<EventSink.Refused> refused;
-        if (sink.transactional()) {
-            try {
-                sink.send(records(outcomes));
+        // Exactly-once, what the transaction sent counts once it commits: its reasons only, not its records.
+        var committing = new ArrayList<Runnable>();
+        try {
+            // Each release's held events are read again and sent a chunk at a time; its marker only after them.
+            for (var release : releases) {
+                parking.publish(release, chunk -> sendReleased(releasedOutcomes(chunk), committing));
+                sendReleased(List.of(new Marker(parking.marker(release))), committing);
+            }
+            if (sink.transactional()) {
                 sink.commit(null);
-            } catch (Retry.GaveUpException | RuntimeException e) {
+                committing.forEach(Runnable::run);
+            }
+        } catch (Retry.GaveUpException | InterruptedException | RuntimeException e) {
+            if (sink.transactional()) {
                 // The transaction's records stay with the producer, which would commit them with the next position: this
                 // stream stops instead, and its next start carries the request out again.
                 releaseFailed = e;
-                throw e;
             }
-            refused = List.of();
-        } else {
-            refused = sendInOrder(outcomes);
+            throw e;
+        } catch (Exception e) {
+            if (sink.transactional()) {
+                releaseFailed = e;
+            }
+            throw new IllegalStateException("a release of a parked aggregate failed: " + e.getMessage(), e);
         }
+        releases.forEach(parking::done); // only now: a release that failed leaves the aggregate parked and the request waiting
+        parking.keep();
+        return false;
+    }
+
+    /** A chunk of released events; one Kafka would refuse is dead-lettered in its place, so that a release never fails for good. */
+    private List<Outcome> releasedOutcomes(List<org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]>> chunk) {
+        var outcomes = new ArrayList<Outcome>(chunk.size());
+        for (var r : chunk) {
+            var tooLarge = sink.refusesForSize(r);
+            outcomes.add(tooLarge.isEmpty() ? new Released(r) : new DeadLetter("too_large", deadLetters.withoutPayload(r,
+                    "too_large: a held event Kafka refuses: " + tooLarge.get())));
+        }
+        return outcomes;
+    }
+
+    /**
+     * Sends part of a release: at least once, acknowledged before the next part; exactly-once, into the open Kafka
+     * transaction, counted once it commits.
+     */
+    private void sendReleased(List<Outcome> outcomes, List<Runnable> committing) throws Retry.GaveUpException, InterruptedException {
+        List<EventSink.Refused> refused = sink.transactional() ? sink.send(records(outcomes)) : sendInOrder(outcomes);
         if (!refused.isEmpty()) {
             throw new UnroutableEventException("a released event for topic " + outcomes.get(refused.get(0).index()).record().topic()
                     + " is refused by Kafka: " + refused.get(0).error().getMessage());
         }
+        if (sink.transactional()) {
+            long released = outcomes.stream().filter(o -> o instanceof Released).count();
+            committing.add(() -> {
+                for (long i = 0; i < released; i++) {
+                    listener.released();
+                }
+            });
+            outcomes.stream().filter(o -> o instanceof DeadLetter).map(o -> ((DeadLetter) o).reason())
+                    .forEach(reason -> committing.add(() -> listener.deadLettered(reason)));
+            return;
+        }
         var ackTime = Instant.now();
         outcomes.forEach(o -> o.acknowledged(listener, ackTime));
-        releases.forEach(parking::done); // only now: a release that failed leaves the aggregate parked and the request waiting
-        return false;
     }
 
     /**
      * Before the engine starts: under {@code park-aggregate}, reads the parking topic (what is parked, which requests
      * wait) and follows it for requests, so that a release is carried out also while no event arrives.
      */
-    public synchronized void activate() throws InterruptedException {
+    public synchronized void activate(boolean acceptLoss) throws InterruptedException {
         if (parking != null) {
-            parking.load(this::carryOutRequests);
+            parking.load(this::carryOutRequests, acceptLoss);
+        }
+    }
+
+    /** Where the parks are kept beside the stream's position, under {@code park-aggregate} ({@link ParkLedger}). */
+    public void keepParksIn(ParkLedger ledger) {
+        if (parking != null) {
+            parking.keepParksIn(ledger);
         }
     }
 
@@ -312,6 +349,9 @@ public final class OutboxBatchHandler implements ChangeHandler {
     }
 
     private void deliveredHandled() {
+        if (parking != null) {
+            parking.keep(); // parks made in what was just acknowledged (committed) are kept before a position passes them
+        }
         var d = delivered;
         if (d != null) {
             d.addAll(handledIds, handledCount, System.currentTimeMillis());

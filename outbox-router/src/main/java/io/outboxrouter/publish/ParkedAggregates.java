@@ -31,6 +31,16 @@ public final class ParkedAggregates {
         }
     }
 
+    /**
+     * A park as the offsets table keeps it beside the stream's position ({@link ParkLedger}), so that a parking topic that
+     * lost it is found.
+     */
+    public record Kept(String aggregate, String park, String position, Instant since) {
+        static Kept of(Park p) {
+            return new Kept(p.aggregate(), p.id(), p.position(), p.since());
+        }
+    }
+
     /** An operator's request not carried out yet. */
     public record Request(Action action, String aggregate, String id, Instant at) {
     }
@@ -111,6 +121,20 @@ public final class ParkedAggregates {
         return finished.contains(aggregate + '\u0000' + parkId);
     }
 
+    /**
+     * The parks the offsets table keeps that this topic knows nothing of: neither parked nor ended here. Their markers
+     * and held events are gone from the topic (deleted, or its records, while the router was stopped).
+     */
+    public List<Kept> missing(List<Kept> kept) {
+        return kept.stream().filter(k -> !finished(k.aggregate(), k.park())
+                && park(k.aggregate()).filter(p -> p.id().equals(k.park())).isEmpty()).toList();
+    }
+
+    /** The parks to keep in the offsets table: every one of this stream's, oldest first. */
+    public List<Kept> kept() {
+        return parks().stream().map(Kept::of).toList();
+    }
+
     /** Every park, oldest first. */
     public List<Park> parks() {
         var out = new ArrayList<>(parked.values());
@@ -136,6 +160,24 @@ public final class ParkedAggregates {
     }
 
     /**
+     * What a release needs of one record of a park, without the held event's record: a park of any size is planned in a
+     * few dozen bytes per held event, and the records are read again, in the planned order, as they are published.
+     *
+     * @param event    a hash of the record's event id ({@link #NO_EVENT} when it has none)
+     * @param identity a hash of a held event's id and position: a crash may have held the same row twice
+     * @param offset   where the record is in its partition
+     */
+    public record Step(Action action, long event, long identity, long offset) {
+        static final long NO_EVENT = 0;
+
+        public static Step of(ParkingRecord r) {
+            long event = r.event() == null ? NO_EVENT : io.outboxrouter.audit.DeliveredIds.hash(r.event()) | 1; // never NO_EVENT
+            return new Step(r.action(), event, r.action() == Action.HOLD ? io.outboxrouter.audit.DeliveredIds.hash(ParkedAggregates.identity(r)) : 0,
+                    r.offset());
+        }
+    }
+
+    /**
      * The held events of a park, in the order a release publishes them: as they were held, each once; a held event
      * whose id is that of a row that could not be routed (its fixed copy) takes that row's place. A re-park (the row
      * that parked the aggregate read again, after a crash before a stored position covered it) voids what came before
@@ -145,34 +187,44 @@ public final class ParkedAggregates {
      */
     public static List<ParkingRecord> releaseOrder(List<ParkingRecord> records, String parkId) {
         var ofPark = records.stream().filter(r -> parkId.equals(r.park())).toList();
+        var out = new ArrayList<ParkingRecord>();
+        for (int i : releaseIndices(ofPark.stream().map(Step::of).toList())) {
+            out.add(ofPark.get(i));
+        }
+        return out;
+    }
+
+    /** {@link #releaseOrder} on a park's steps, in order: the indexes of the held events to publish, in the order to publish them. */
+    public static int[] releaseIndices(List<Step> ofPark) {
         int lastRepark = -1;
         for (int i = 0; i < ofPark.size(); i++) {
             if (ofPark.get(i).action() == Action.REPARK) {
                 lastRepark = i;
             }
         }
-        var out = new ArrayList<ParkingRecord>();
-        Set<Integer> used = new HashSet<>();
-        Set<String> sent = new HashSet<>();
+        var out = new int[ofPark.size()];
+        int n = 0;
+        var used = new java.util.BitSet(ofPark.size());
+        var sent = new io.outboxrouter.audit.LongSet(16);
         for (int i = 0; i < ofPark.size(); i++) {
             var r = ofPark.get(i);
             boolean place = r.action() == Action.PARK || r.action() == Action.REPARK || (r.action() == Action.SLOT && i > lastRepark);
-            if (place && r.event() != null) {
+            if (place && r.event() != Step.NO_EVENT) {
                 for (int j = Math.max(0, lastRepark); j < ofPark.size(); j++) {
                     var fix = ofPark.get(j);
-                    if (fix.action() == Action.HOLD && j > lastRepark && !used.contains(j) && r.event().equals(fix.event())) {
-                        used.add(j);
-                        if (sent.add(identity(fix))) {
-                            out.add(fix);
+                    if (fix.action() == Action.HOLD && j > lastRepark && !used.get(j) && r.event() == fix.event()) {
+                        used.set(j);
+                        if (sent.add(fix.identity())) {
+                            out[n++] = j;
                         }
                         break;
                     }
                 }
-            } else if (r.action() == Action.HOLD && i > lastRepark && !used.contains(i) && sent.add(identity(r))) {
-                out.add(r);
+            } else if (r.action() == Action.HOLD && i > lastRepark && !used.get(i) && sent.add(r.identity())) {
+                out[n++] = i;
             }
         }
-        return out;
+        return java.util.Arrays.copyOf(out, n);
     }
 
     private static String identity(ParkingRecord held) {

@@ -27,9 +27,21 @@ public final class Parking implements AutoCloseable {
     /** How long a failed release waits before it is tried again. */
     private static final Duration RETRY_AFTER = Duration.ofSeconds(30);
 
-    /** A release or drop to carry out: what to publish, in order, then the marker that ends the park. */
-    record Release(ParkedAggregates.Park park, List<ProducerRecord<byte[], byte[]>> publish, ParkingRecord marker) {
+    /**
+     * A release or drop to carry out: the offsets of the held events to publish, in order (read again as they are
+     * published, {@link #publish}), then the marker that ends the park.
+     */
+    record Release(ParkedAggregates.Park park, long[] publish, ParkingRecord marker) {
     }
+
+    /** Takes the held events of a release, in order, a chunk at a time. */
+    @FunctionalInterface
+    interface Chunk {
+        void accept(List<ProducerRecord<byte[], byte[]>> records) throws Exception;
+    }
+
+    /** How many held events a release reads and sends at once. */
+    static final int RELEASE_CHUNK = 500;
 
     /** What the status page and the metrics show; read from any thread. */
     /** @param offsets every park's id, with its marker's offset (-1: written since the topic was read) */
@@ -62,6 +74,9 @@ public final class Parking implements AutoCloseable {
     private volatile boolean reload;
     /** Told when held events are lost from the topic: the stream stops, and the loss is kept for the next start. */
     private volatile java.util.function.Consumer<String> onLoss = problem -> LOG.error("{}", problem);
+    /** Where the parks are kept beside the stream's position; what was written there last. */
+    private volatile ParkLedger ledger = ParkLedger.NONE;
+    private List<ParkedAggregates.Kept> written = List.of();
     /** How often the follower looks at the topic's id and first offsets. */
     private static final Duration WATCH_EVERY = Duration.ofSeconds(10);
 
@@ -87,17 +102,36 @@ public final class Parking implements AutoCloseable {
         return stale;
     }
 
+    /** Where the parks are kept beside the stream's position ({@link ParkLedger}). */
+    void keepParksIn(ParkLedger ledger) {
+        this.ledger = ledger;
+    }
+
     /**
-     * Reads the parking topic as the stream is activated: what is parked, and which requests wait. Then follows it on
-     * a thread of its own, which carries each request out as it arrives (and those that waited).
+     * Reads the parking topic as the stream is activated: what is parked, and which requests wait; refuses when the
+     * offsets table keeps parks the topic lost. Then follows it on a thread of its own, which carries each request out
+     * as it arrives (and those that waited).
+     *
+     * @param acceptLoss the operator started with --accept-gap: parks the topic lost are forgotten (logged), and their
+     *                   aggregates flow
      */
-    void load(Requests requests) throws InterruptedException {
+    void load(Requests requests, boolean acceptLoss) throws InterruptedException {
         stopFollowing();
         arrived.clear();
         long generation = closes.get();
         var loaded = ParkingLoad.read(topic, stream, shards, () -> closes.get() != generation);
         var ends = loaded.ends();
         state = loaded.parked();
+        written = ledger.read();
+        var missing = state.missing(written);
+        if (!missing.isEmpty()) {
+            String problem = missingText(missing);
+            if (!acceptLoss) {
+                throw new io.outboxrouter.cdc.SourceSetupException(problem);
+            }
+            LOG.error("{}. Accepted (--accept-gap): they flow again", problem);
+        }
+        keepNow();
         watch.loaded(loaded.id(), ends);
         reload = false;
         run = UUID.randomUUID().toString();
@@ -172,6 +206,38 @@ public final class Parking implements AutoCloseable {
         }
     }
 
+    private String missingText(List<ParkedAggregates.Kept> missing) {
+        var aggregates = missing.stream().map(ParkedAggregates.Kept::aggregate).toList();
+        return "the offsets table keeps " + missing.size() + " parked aggregate(s) of stream " + stream + " that the parking topic "
+                + topic.name() + " knows nothing of: " + missing.stream().limit(5).map(k -> k.aggregate() + " (since " + k.since()
+                + ", at " + k.position() + ")").toList() + (missing.size() > 5 ? " and " + (missing.size() - 5) + " more" : "")
+                + ". The topic was deleted, or its records, while the router was stopped, and their held events are gone from it. "
+                + ParkingWatch.publishAgain(aggregates);
+    }
+
+    /**
+     * Keeps the parks beside the stream's position when they changed: after their markers are acknowledged (committed),
+     * with the handler's lock. A failed write fails the batch, which is sent again.
+     */
+    void keep() {
+        if (!stale) {
+            keepNow();
+        }
+    }
+
+    private void keepNow() {
+        var now = state.kept();
+        if (!sameParks(now, written)) {
+            ledger.write(now);
+            written = now;
+        }
+    }
+
+    private static boolean sameParks(List<ParkedAggregates.Kept> a, List<ParkedAggregates.Kept> b) {
+        return a.size() == b.size() && a.stream().map(ParkedAggregates.Kept::park).collect(java.util.stream.Collectors.toSet())
+                .equals(b.stream().map(ParkedAggregates.Kept::park).collect(java.util.stream.Collectors.toSet()));
+    }
+
     /** Where held events that are lost are reported: the stream stops, and the loss is kept for the next start. */
     void onLoss(java.util.function.Consumer<String> onLoss) {
         this.onLoss = onLoss;
@@ -192,7 +258,7 @@ public final class Parking implements AutoCloseable {
             onLoss.accept(problem);
             throw new IllegalStateException(problem);
         }
-        load(requests);
+        load(requests, false);
     }
 
     private static void sleep(Duration d) {
@@ -279,30 +345,40 @@ public final class Parking implements AutoCloseable {
                 requests.add(request);
             }
         }
-        // One read of the topic for every request taken now, each aggregate's records kept apart.
-        var recordsOf = new java.util.HashMap<String, List<ParkingRecord>>();
-        requests.forEach(request -> recordsOf.put(request.aggregate(), new ArrayList<>()));
+        // One read of the topic for every request taken now, each park's steps kept apart (not its held records).
+        var stepsOf = new java.util.HashMap<String, List<ParkedAggregates.Step>>();
+        requests.forEach(request -> stepsOf.put(state.park(request.aggregate()).get().id(), new ArrayList<>()));
         if (!requests.isEmpty()) {
             topic.read(r -> {
-                var records = recordsOf.get(r.aggregate());
-                if (records != null) {
-                    records.add(r);
+                var steps = r.park() == null || !stream.equals(r.stream()) ? null : stepsOf.get(r.park());
+                if (steps != null) {
+                    steps.add(ParkedAggregates.Step.of(r));
                 }
             });
         }
         var out = new ArrayList<Release>();
         for (var request : requests) {
             var park = state.park(request.aggregate());
-            var held = ParkedAggregates.releaseOrder(recordsOf.get(request.aggregate()), park.get().id());
+            var steps = stepsOf.get(park.get().id());
+            var order = ParkedAggregates.releaseIndices(steps);
+            var held = new long[order.length];
+            for (int i = 0; i < order.length; i++) {
+                held[i] = steps.get(order[i]).offset();
+            }
             boolean release = request.action() == Action.RELEASE_REQUEST;
             var marker = ParkingRecord.marker(release ? Action.RELEASED : Action.DROPPED, request.aggregate(), stream, park.get().id(), run,
                     null, null, null, request.id());
             LOG.warn("{} aggregate {} of stream {} (parked since {} at {}): {} held event(s) {}", release ? "Releasing" : "Dropping",
-                    request.aggregate(), stream, park.get().since(), park.get().position(), held.size(),
+                    request.aggregate(), stream, park.get().since(), park.get().position(), held.length,
                     release ? "to be published in order" : "not published (they stay in " + topic.name() + ")");
-            out.add(new Release(park.get(), release ? held.stream().map(ParkingRecord::released).toList() : List.of(), marker));
+            out.add(new Release(park.get(), release ? held : new long[0], marker));
         }
         return out;
+    }
+
+    /** Reads the release's held events again, in order, and hands them on as the records to publish, a chunk at a time. */
+    void publish(Release release, Chunk each) throws Exception {
+        topic.fetch(partition, release.publish(), RELEASE_CHUNK, records -> each.accept(records.stream().map(ParkingRecord::released).toList()));
     }
 
     /** The marker of a release, to send once its events are acknowledged. */
@@ -314,7 +390,7 @@ public final class Parking implements AutoCloseable {
     void done(Release release) {
         state.apply(release.marker());
         LOG.warn("Aggregate {} of stream {} flows again ({})", release.park().aggregate(), stream,
-                release.marker().action() == Action.RELEASED ? release.publish().size() + " held event(s) published" : "dropped");
+                release.marker().action() == Action.RELEASED ? release.publish().length + " held event(s) published" : "dropped");
         summarize();
     }
 

@@ -190,6 +190,109 @@ class ParkAggregateIT {
     }
 
     /**
+     * What the router cannot see in the parking topic, the offsets table keeps: a start under another dead-letter
+     * policy while an aggregate is parked is refused (its later events would flow past its held ones), and so is a start
+     * after the parking topic was deleted while the router was stopped, naming the aggregate and the replay. Accepted
+     * once its events are published again, the aggregate flows.
+     */
+    @org.junit.jupiter.api.Test
+    void parksLostWithTheTopicOrLeftUnderAnotherPolicyWhileStoppedAreRefusedAtStart() throws Exception {
+        var setup = parked("parkgone");
+        var db = setup.db();
+        String parkingTopic = setup.parkingTopic();
+        var file = setup.file();
+        var a1 = TestEvent.of("Order", "a", 1);
+        var a2 = bad(TestEvent.of("Order", "a", 2));
+        var a3 = TestEvent.of("Order", "a", 3);
+        var a4 = TestEvent.of("Order", "a", 4);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), java.util.regex.Pattern.quote(setup.topics()) + "\\..*");
+             var c = db.connect(); var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()))) {
+            try (var router = Router.start(setup.config())) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                for (var e : List.of(a1, a2, a3)) {
+                    db.insert(c, e);
+                    c.commit();
+                }
+                kafka.awaitIds(Set.of(a1.id()), Duration.ofSeconds(60));
+                await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked")
+                        .contains("1 event(s) held"));
+            }
+            var deadLetterPolicy = RouterConfigLoader.parse(Files.readString(file).replace("policy: park-aggregate", "policy: dead-letter"),
+                    Map.of());
+            assertThatThrownBy(() -> Router.start(deadLetterPolicy).close()).hasMessageContaining("aggregate(s) of router")
+                    .hasMessageContaining("[a]").hasMessageContaining("routing.dead-letters.policy is now dead-letter")
+                    .hasMessageContaining("parked release");
+
+            admin.deleteTopics(List.of(parkingTopic)).all().get();
+            assertThatThrownBy(() -> Router.start(setup.config()).close()).hasMessageContaining("knows nothing of: [a (since")
+                    .hasMessageContaining("outbox-router replay --aggregate-id a").hasMessageContaining("--accept-gap");
+            // The operator fixes the row, publishes the aggregate again and accepts the loss.
+            try (var st = c.prepareStatement("UPDATE public.outbox SET aggregatetype = 'Order' WHERE id = ?")) {
+                st.setObject(1, a2.id());
+                st.executeUpdate();
+            }
+            c.commit();
+            var replay = run(file, "replay", "--aggregate-id", "a");
+            assertThat(replay.code()).as(replay.out()).isZero();
+            kafka.awaitIds(Set.of(a2.id(), a3.id()), Duration.ofSeconds(60));
+            try (var router = Router.start(setup.config(), true)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                db.insert(c, a4);
+                c.commit();
+                kafka.awaitIds(Set.of(a4.id()), Duration.ofSeconds(60));
+                assertThat(list(file)).contains("No aggregate is parked");
+            }
+            // Accepted once: the next start under either policy goes on.
+            Router.start(deadLetterPolicy).close();
+        }
+    }
+
+    /**
+     * A release of 100,000 held events, by the router run as the README says (its heap of 128 MiB): the held events are
+     * read again and published a chunk at a time, so that the release finishes and the aggregate flows.
+     */
+    @org.junit.jupiter.api.Test
+    void aReleaseOfAHundredThousandHeldEventsRunsInTheReadmesHeap() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("parkbig"));
+        String topics = OutboxContract.unique("parkbig");
+        int port = OutboxContract.freePort();
+        String yaml = "name: " + OutboxContract.unique("parkbig-router").replace('_', '-') + "\n" + db.sourceYaml()
+                + "routing:\n  topic: \"" + topics + ".${aggregatetype}\"\n"
+                + "  dead-letters:\n    policy: park-aggregate\n    topic: " + topics + "-dead\n    parking-topic: " + topics + "-parked\n"
+                + "kafka:\n  bootstrap-servers: \"" + OutboxContract.kafka() + "\"\nhttp:\n  listen: 127.0.0.1:" + port + "\n";
+        var file = Files.writeString(dir.resolve("router.yaml"), yaml);
+        int held = 100_000;
+        var last = TestEvent.of("Order", "big", held + 2);
+        try (var router = RouterProcess.start(file, port, dir.resolve("router.log")).awaitReady(Duration.ofSeconds(90));
+             var c = db.connect();
+             var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()))) {
+            db.insert(c, bad(TestEvent.of("Order", "big", 1)));
+            c.commit();
+            try (var st = c.createStatement()) {
+                st.execute("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) SELECT gen_random_uuid(), 'Order', "
+                        + "'big', 'OrderChanged', jsonb_build_object('n', g, 'note', repeat('x', 200)) FROM generate_series(1, " + held + ") g");
+            }
+            c.commit();
+            await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofSeconds(2)).untilAsserted(() ->
+                    assertThat(list(file)).contains(held + " event(s) held"));
+            var released = run(file, "parked", "release", "big", "--wait", "PT5M");
+            assertThat(released.code()).as(released.out()).isZero();
+            db.insert(c, last);
+            c.commit();
+            String orders = topics + ".Order";
+            await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofSeconds(1)).untilAsserted(() -> {
+                var latest = new java.util.HashMap<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec>();
+                admin.describeTopics(List.of(orders)).allTopicNames().get().get(orders).partitions().forEach(p ->
+                        latest.put(new org.apache.kafka.common.TopicPartition(orders, p.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest()));
+                long records = admin.listOffsets(latest).all().get().values().stream().mapToLong(o -> o.offset()).sum();
+                assertThat(records).as("records in " + orders).isGreaterThanOrEqualTo(held + 1L);
+            });
+            assertThat(router.isAlive()).isTrue();
+            assertThat(list(file)).contains("No aggregate is parked");
+        }
+    }
+
+    /**
      * Records deleted from before every park's marker (a finished park's, as retention or an operator would) lose
      * nothing: the router goes on, and the park made after them stays.
      */
@@ -211,6 +314,9 @@ class ParkAggregateIT {
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked").contains("1 event(s) held"));
             var dropped = run(file, "parked", "drop", "a");
             assertThat(dropped.code()).as(dropped.out()).isZero();
+            // The dropped park's held event is neither published nor held any more: the audit says so.
+            var audit = run(file, "audit", "--until", "2100-01-01T00:00:00Z");
+            assertThat(audit.out()).contains("1 dead-lettered").contains("1 dropped").doesNotContain("held (their aggregates");
             for (var e : List.of(bad(TestEvent.of("Order", "b", 1)), TestEvent.of("Order", "b", 2))) {
                 db.insert(c, e);
                 c.commit();
