@@ -60,6 +60,49 @@ class AuditedPathsIT {
     }
 
     /**
+     * A shard's row filter changed while it runs (its table taken out of the shard's publication and put back with
+     * another filter, in one transaction): the rows the new filter leaves out reach no shard.
+     */
+    @Test
+    void aShardsRowFilterChangedWhileRunningIsFound() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("shardfilter"));
+        String topics = OutboxContract.unique("shardfilter");
+        String sourceYaml = db.sourceYaml().replace("  tables: [public.outbox, public.outbox_binary]\n",
+                "  tables: [public.outbox, public.outbox_binary]\n  postgres:\n    shards: 2\n");
+        var config = config(OutboxContract.unique("shard-filter").replace('_', '-'), sourceYaml, topics);
+        var before = TestEvent.of("Order", "o-1", 1);
+        var written = new java.util.ArrayList<TestEvent>();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var router = Router.start(config); var c = db.connect();
+             var st = c.createStatement()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(90))).isTrue();
+            db.insert(c, before);
+            c.commit();
+            kafka.awaitIds(Set.of(before.id()), Duration.ofSeconds(60));
+
+            String publication;
+            String columns;
+            try (var rs = st.executeQuery("SELECT pubname, array_to_string(attnames, ', ') FROM pg_publication_tables WHERE pubname LIKE '"
+                    + config.source().postgres().publication() + "%' AND tablename = 'outbox' ORDER BY pubname LIMIT 1")) {
+                assertThat(rs.next()).as("a shard's publication").isTrue();
+                publication = rs.getString(1);
+                columns = rs.getString(2);
+            }
+            st.execute("ALTER PUBLICATION " + publication + " DROP TABLE public.outbox");
+            st.execute("ALTER PUBLICATION " + publication + " ADD TABLE public.outbox (" + columns + ") WHERE (false)");
+            c.commit();
+            for (int i = 0; i < 20; i++) {
+                var e = TestEvent.of("Order", "agg-" + i, 1);
+                db.insert(c, e);
+                c.commit();
+                written.add(e);
+            }
+
+            String failure = RouterStops.failure(router);
+            assertThat(written).as(failure).anyMatch(e -> failure.contains(e.id().toString()));
+        }
+    }
+
+    /**
      * {@code publish_via_partition_root} turned off under a partitioned outbox: the slot sends its rows under the
      * partition's name, which the router does not capture.
      */
