@@ -61,6 +61,9 @@ public final class ConfigReference {
             new Entry("routing.dead-letters.topic", "`outbox.dead-letters`", "the dead-letter topic"),
             new Entry("routing.dead-letters.parking-topic", "`outbox.parked.<name>`", "where a parked aggregate's events are held, in "
                     + "order, until released (created with unlimited retention when missing); one per router"),
+            new Entry("routing.dead-letters.keep-ended-parks", "`1h`", "how long the records of a released or dropped park stay in the "
+                    + "parking topic before the router deletes them (`0s`: for good); an active park's records are never deleted "
+                    + "([parking.md](parking.md#the-parking-topic))"),
             new Entry("routing.envelope", "`none`", "`none` (the payload is the record's value) or `cloudevents`: each event a CloudEvent 1.0 in the Kafka protocol binding ([cloudevents.md](cloudevents.md))"),
             new Entry("routing.cloudevents.mode", "`binary`", "with `routing.envelope: cloudevents`: `binary` (the payload as the value, the attributes as `ce_*` headers) or `structured` (one `application/cloudevents+json` envelope as the value)"),
             new Entry("routing.cloudevents.source", "`/outbox/${aggregatetype}`", "with `routing.envelope: cloudevents`: the `source` attribute, a template of the row's columns as `routing.topic`"),

@@ -78,7 +78,8 @@ public final class EffectiveConfig {
                     "header", ConfigNode.lower(eventRouter.header())));
         }
         routing.put("dead-letters", map("policy", ConfigNode.lower(c.routing().deadLetters().policy()),
-                "topic", c.routing().deadLetters().topic(), "parking-topic", c.routing().deadLetters().parkingTopic()));
+                "topic", c.routing().deadLetters().topic(), "parking-topic", c.routing().deadLetters().parkingTopic(),
+                "keep-ended-parks", Durations.format(c.routing().deadLetters().keepEndedParks())));
         var cloudEvents = c.routing().cloudEvents();
         routing.put("envelope", cloudEvents == null ? "none" : "cloudevents");
         if (cloudEvents != null) {

@@ -50,8 +50,12 @@ public record RoutingConfig(TopicTemplate topic, DeadLetters deadLetters, EventR
         PARK_AGGREGATE
     }
 
-    /** @param parkingTopic where a parked aggregate's events are held ({@link DeadLetterPolicy#PARK_AGGREGATE}) */
-    public record DeadLetters(DeadLetterPolicy policy, String topic, String parkingTopic) {
+    /**
+     * @param parkingTopic where a parked aggregate's events are held ({@link DeadLetterPolicy#PARK_AGGREGATE})
+     * @param keepEndedParks how long the records of a released or dropped park stay in the parking topic; zero: for good
+     */
+    public record DeadLetters(DeadLetterPolicy policy, String topic, String parkingTopic, java.time.Duration keepEndedParks) {
+        public static final java.time.Duration KEEP_ENDED_PARKS = java.time.Duration.ofHours(1);
     }
 
     /** How a key, value or header becomes bytes: Debezium Server's {@code debezium.format.*} choices that we offer. */

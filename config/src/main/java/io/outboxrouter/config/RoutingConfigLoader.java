@@ -128,7 +128,12 @@ final class RoutingConfigLoader {
             dl.problem(dl.key("parking-topic"), "must not be the dead-letter topic (both are \"" + parkingTopic + "\"): held events "
                     + "are released from it, dead letters are not");
         }
-        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic, parkingTopic), eventRouter, cloudEvents(n, outbox, eventRouter));
+        var keepEnded = dl.duration("keep-ended-parks", DeadLetters.KEEP_ENDED_PARKS);
+        if (keepEnded.isNegative()) {
+            dl.problem(dl.key("keep-ended-parks"), "must not be negative (was " + keepEnded + "); 0s keeps them for good");
+        }
+        return new RoutingConfig(topic, new DeadLetters(policy, dlTopic, parkingTopic, keepEnded), eventRouter,
+                cloudEvents(n, outbox, eventRouter));
     }
 
     /** {@code routing.envelope} and {@code routing.cloudevents.*}; null when events are not wrapped. */

@@ -51,6 +51,7 @@ class EffectiveConfigTest {
             "routing.dead-letters.policy", "skip",
             "routing.dead-letters.topic", "orders.dlq",
             "routing.dead-letters.parking-topic", "orders.parked",
+            "routing.dead-letters.keep-ended-parks", "2h",
             "kafka.bootstrap-servers", "k1:9092,k2:9092",
             // "2.10" would read back as 2.1 if printed unquoted
             "kafka.producer.*", ordered("linger.ms", "7", "client.id", "2.10", "sasl.jaas.config", "jaas-secret"),

@@ -109,7 +109,8 @@ final class SourceStream implements AutoCloseable {
         var quiet = config.source().heartbeatTable().map(List::of).orElse(List.of());
         var routing = Routings.of(config, quiet, config.source().messagePrefix().orElse(null));
         var deadLetters = new DeadLetters(config.routing().deadLetters().topic(), config.outbox().columns());
-        var parking = new io.outboxrouter.kafka.ParkingTopic(config.kafka(), config.routing().deadLetters().parkingTopic());
+        var parking = new io.outboxrouter.kafka.ParkingTopic(config.kafka(), config.routing().deadLetters().parkingTopic(),
+                config.routing().deadLetters().keepEndedParks());
         return new SourceStream(config, Source.of(config),
                 sink -> {
                     var handler = new OutboxBatchHandler(routing, config.routing().deadLetters().policy(), deadLetters, sink, metrics,

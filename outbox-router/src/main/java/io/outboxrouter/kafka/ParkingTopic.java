@@ -39,11 +39,52 @@ public final class ParkingTopic {
     private final Properties clientConfig;
     private final String topic;
     private final Duration giveUpAfter;
+    private final Duration keepEnded;
 
+    /** For the commands, which delete nothing. */
     public ParkingTopic(KafkaConfig kafka, String topic) {
+        this(kafka, topic, Duration.ZERO);
+    }
+
+    /** @param keepEnded how long a running router keeps the records of ended parks ({@code routing.dead-letters.keep-ended-parks}) */
+    public ParkingTopic(KafkaConfig kafka, String topic, Duration keepEnded) {
         this.clientConfig = ProducerSettings.atLeastOnce(kafka, "outbox-router-parking");
         this.topic = topic;
         this.giveUpAfter = kafka.giveUpAfter();
+        this.keepEnded = keepEnded;
+    }
+
+    /** How long the records of ended parks stay before the running router deletes them; zero: for good. */
+    public Duration keepEnded() {
+        return keepEnded;
+    }
+
+    /**
+     * Deletes the records of one partition that are older than {@link #keepEnded} and before {@code neededFrom} (the
+     * first record a park still needs; -1 when none is parked).
+     *
+     * @return the offset the partition now starts at, when records were deleted
+     */
+    public Optional<Long> trim(Admin admin, int partition, long neededFrom) throws ExecutionException, InterruptedException, TimeoutException {
+        if (keepEnded.isZero()) {
+            return Optional.empty();
+        }
+        var tp = new TopicPartition(topic, partition);
+        long since = System.currentTimeMillis() - keepEnded.toMillis();
+        var offsets = admin.listOffsets(Map.of(tp, OffsetSpec.forTimestamp(since))).all().get(30, TimeUnit.SECONDS);
+        long cut = offsets.get(tp).offset();
+        if (cut < 0) { // no record that recent: every one is older
+            cut = admin.listOffsets(Map.of(tp, OffsetSpec.latest())).all().get(30, TimeUnit.SECONDS).get(tp).offset();
+        }
+        if (neededFrom >= 0) {
+            cut = Math.min(cut, neededFrom);
+        }
+        long first = admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all().get(30, TimeUnit.SECONDS).get(tp).offset();
+        if (cut <= first) {
+            return Optional.empty();
+        }
+        admin.deleteRecords(Map.of(tp, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(cut))).all().get(30, TimeUnit.SECONDS);
+        return Optional.of(cut);
     }
 
     /** How long the router tries to read the topic at start before it stops ({@code kafka.give-up-after}; zero: forever). */

@@ -162,6 +162,7 @@ public final class Parking implements AutoCloseable {
         boolean pending = waiting;
         long notBefore = 0;
         long nextWatch = System.nanoTime() + WATCH_EVERY.toNanos();
+        long nextTrim = System.nanoTime() + trimEvery().toNanos();
         try (follow) {
             while (!follow.stopped()) {
                 if (System.nanoTime() - nextWatch >= 0) {
@@ -173,6 +174,10 @@ public final class Parking implements AutoCloseable {
                     if (look != ParkingWatch.Look.FINE) {
                         return;
                     }
+                }
+                if (!topic.keepEnded().isZero() && System.nanoTime() - nextTrim >= 0) {
+                    nextTrim = System.nanoTime() + trimEvery().toNanos();
+                    watch.trim(summary);
                 }
                 try {
                     for (var r : follow.poll(Duration.ofSeconds(1))) {
@@ -236,6 +241,12 @@ public final class Parking implements AutoCloseable {
     private static boolean sameParks(List<ParkedAggregates.Kept> a, List<ParkedAggregates.Kept> b) {
         return a.size() == b.size() && a.stream().map(ParkedAggregates.Kept::park).collect(java.util.stream.Collectors.toSet())
                 .equals(b.stream().map(ParkedAggregates.Kept::park).collect(java.util.stream.Collectors.toSet()));
+    }
+
+    /** How often the follower deletes the records of ended parks: a tenth of how long they are kept, from 1 s to 10 min. */
+    private Duration trimEvery() {
+        long tenth = topic.keepEnded().toMillis() / 10;
+        return Duration.ofMillis(Math.max(1_000, Math.min(Duration.ofMinutes(10).toMillis(), tenth)));
     }
 
     /** Where held events that are lost are reported: the stream stops, and the loss is kept for the next start. */

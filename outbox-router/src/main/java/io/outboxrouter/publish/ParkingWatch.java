@@ -125,6 +125,24 @@ final class ParkingWatch {
         return Look.LOST;
     }
 
+    /**
+     * Deletes the stream's partition's records that no park needs any more (those of ended parks, and requests carried
+     * out) once they are older than {@code keep-ended-parks}; never from the first record an active park needs. From the
+     * follower; a failure is logged and tried again at the next trim.
+     */
+    void trim(Parking.Summary s) {
+        try {
+            topic.trim(admin(), partition, neededFrom(s)).ifPresent(from -> LOG.info("Deleted the records of ended parks of stream {} from "
+                    + "the parking topic {} (partition {} now starts at offset {}): older than routing.dead-letters.keep-ended-parks", stream,
+                    topic.name(), partition, from));
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            LOG.warn("Could not delete the records of ended parks from the parking topic {} ({}); tried again later", topic.name(),
+                    e.getCause() == null ? e.toString() : e.getCause().toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private synchronized Admin admin() {
         if (admin == null) {
             admin = topic.admin();

@@ -293,6 +293,47 @@ class ParkAggregateIT {
     }
 
     /**
+     * {@code keep-ended-parks}: the records of an ended park are deleted from the parking topic once older than it, and
+     * an active park keeps its own: it is still parked, and its release publishes its held event.
+     */
+    @org.junit.jupiter.api.Test
+    void theRecordsOfEndedParksAreDeletedAndAnActiveParkKeepsItsOwn() throws Exception {
+        var setup = parked("parktrim");
+        var db = setup.db();
+        var file = Files.writeString(setup.file(), Files.readString(setup.file()).replace("    parking-topic:",
+                "    keep-ended-parks: 2s\n    parking-topic:"));
+        RouterConfig config = RouterConfigLoader.load(file, Map.of());
+        var partition = new org.apache.kafka.common.TopicPartition(setup.parkingTopic(), 0);
+        var b2 = TestEvent.of("Order", "b", 2);
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), java.util.regex.Pattern.quote(setup.topics()) + "\\..*");
+             var c = db.connect(); var admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers", OutboxContract.kafka()));
+             var router = Router.start(config)) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            for (var e : List.of(bad(TestEvent.of("Order", "a", 1)), TestEvent.of("Order", "a", 2))) {
+                db.insert(c, e);
+                c.commit();
+            }
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("a  parked").contains("1 event(s) held"));
+            var dropped = run(file, "parked", "drop", "a");
+            assertThat(dropped.code()).as(dropped.out()).isZero();
+            for (var e : List.of(bad(TestEvent.of("Order", "b", 1)), b2)) {
+                db.insert(c, e);
+                c.commit();
+            }
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(list(file)).contains("b  parked").contains("1 event(s) held"));
+            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(500)).untilAsserted(() -> assertThat(admin.listOffsets(
+                    Map.of(partition, org.apache.kafka.clients.admin.OffsetSpec.earliest())).all().get().get(partition).offset())
+                    .as("the first offset kept").isPositive());
+            Thread.sleep(3_000); // more trims, and a look of the watch
+            assertThat(router.completion()).as("only an ended park's records were deleted").isNotDone();
+            assertThat(list(file)).contains("b  parked").contains("1 event(s) held").doesNotContain("a  parked");
+            var released = run(file, "parked", "release", "b");
+            assertThat(released.code()).as(released.out()).isZero();
+            kafka.awaitIds(Set.of(b2.id()), Duration.ofSeconds(30));
+        }
+    }
+
+    /**
      * Records deleted from before every park's marker (a finished park's, as retention or an operator would) lose
      * nothing: the router goes on, and the park made after them stays.
      */
