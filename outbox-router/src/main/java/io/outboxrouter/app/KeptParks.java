@@ -14,16 +14,25 @@ import java.util.HashMap;
 import java.util.List;
 
 /**
- * A stream's parks in its offsets table ({@link OffsetTable#PARKS_KEY}), beside its position: JSON, one entry per park.
- * An unreadable row is kept as it is and read as no park, with an error: never a reason for the stream not to run.
+ * A stream's parks in its offsets table ({@link OffsetTable#PARKS_KEY}), beside its position: JSON, one entry per park,
+ * written under the activation's fencing token. An unreadable row is read as no park, with an error: never a reason for
+ * the stream not to run.
  */
 final class KeptParks implements ParkLedger {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(KeptParks.class);
 
     private final RouterConfig config;
+    /** The fencing token of the activation that writes; -1 before the first. */
+    private volatile long fence = -1;
 
     KeptParks(RouterConfig config) {
         this.config = config;
+    }
+
+    /** The activation's fencing token: a process that lost the router cannot write over the new one's parks. */
+    void fence(long fence) {
+        this.fence = fence;
     }
 
     @Override
@@ -38,7 +47,11 @@ final class KeptParks implements ParkLedger {
         var entry = new HashMap<String, String>();
         entry.put(OffsetTable.PARKS_KEY, parks.isEmpty() ? null : json(parks));
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-            table.write(config.name(), entry);
+            if (fence < 0) {
+                table.write(config.name(), entry);
+            } else {
+                table.write(config.name(), entry, fence);
+            }
         }
     }
 
@@ -69,8 +82,9 @@ final class KeptParks implements ParkLedger {
             }
             return out;
         } catch (IOException | java.time.format.DateTimeParseException e) {
-            throw new IllegalStateException("the offsets table's row " + OffsetTable.PARKS_KEY + " is unreadable (" + e.getMessage()
-                    + "): " + json, e);
+            LOG.error("The offsets table's row {} is unreadable ({}), so the parks it kept are not compared with the parking topic: {}",
+                    OffsetTable.PARKS_KEY, e.getMessage(), json);
+            return List.of();
         }
     }
 

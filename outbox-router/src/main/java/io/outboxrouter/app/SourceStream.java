@@ -54,6 +54,8 @@ final class SourceStream implements AutoCloseable {
     private final io.outboxrouter.audit.DeliveredIds delivered;
     private final Optional<io.outboxrouter.audit.SelfAudit> audit;
     private volatile CdcEngine engine;
+    /** Where the handler keeps its parks, written under the activation's fencing token. */
+    private final KeptParks parks;
     private volatile boolean activatedBefore;
     private volatile boolean closed;
     /** Written to the log once streaming: how to reach the health endpoint. */
@@ -67,12 +69,13 @@ final class SourceStream implements AutoCloseable {
         var auditing = config.outbox().audit();
         this.delivered = auditing.enabled() && !config.source().tables().isEmpty()
                 ? new io.outboxrouter.audit.DeliveredIds(auditing.interval().toMillis()) : null;
+        this.parks = new KeptParks(config);
         // Held events lost from the parking topic stop the stream as a change of the source does, kept for the next start.
         this.handlers = sink -> {
             var h = handlers.apply(sink);
             h.whenParkingLost(problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem)));
             h.recordDeliveriesIn(delivered);
-            h.keepParksIn(new KeptParks(config));
+            h.keepParksIn(parks);
             return h;
         };
         if (!config.kafka().exactlyOnce()) {
@@ -165,6 +168,7 @@ final class SourceStream implements AutoCloseable {
                 } finally {
                     stayAlive(lock, 0);
                 }
+                parks.fence(fence);
                 if (config.kafka().exactlyOnce()) {
                     resumeFromCommitted(table, fence, !activatedBefore && acceptGapGivenAt != null);
                 } else if (table.authority(config.name()).filter(OffsetTable.TABLE::equals).isEmpty()) { // once, or after exactly-once

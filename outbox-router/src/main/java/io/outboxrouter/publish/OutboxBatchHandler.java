@@ -117,32 +117,47 @@ public final class OutboxBatchHandler implements ChangeHandler {
         }
         // Exactly-once, what the transaction sent counts once it commits: its reasons only, not its records.
         var committing = new ArrayList<Runnable>();
+        boolean[] sent = {false};
         try {
             // Each release's held events are read again and sent a chunk at a time; its marker only after them.
             for (var release : releases) {
-                parking.publish(release, chunk -> sendReleased(releasedOutcomes(chunk), committing));
+                parking.publish(release, chunk -> {
+                    sent[0] = true;
+                    sendReleased(releasedOutcomes(chunk), committing);
+                });
+                sent[0] = true;
                 sendReleased(List.of(new Marker(parking.marker(release))), committing);
+                if (!sink.transactional()) {
+                    // Its marker is acknowledged: it is over, whatever becomes of the next release.
+                    parking.done(release);
+                    parking.keep();
+                }
             }
             if (sink.transactional()) {
                 sink.commit(null);
                 committing.forEach(Runnable::run);
+                releases.forEach(parking::done); // only once committed: a release that failed leaves its aggregate parked
+                parking.keep();
             }
         } catch (Retry.GaveUpException | InterruptedException | RuntimeException e) {
-            if (sink.transactional()) {
-                // The transaction's records stay with the producer, which would commit them with the next position: this
-                // stream stops instead, and its next start carries the request out again.
-                releaseFailed = e;
-            }
+            failedRelease(e, sent[0]);
             throw e;
         } catch (Exception e) {
-            if (sink.transactional()) {
-                releaseFailed = e;
-            }
+            failedRelease(e, sent[0]);
             throw new IllegalStateException("a release of a parked aggregate failed: " + e.getMessage(), e);
         }
-        releases.forEach(parking::done); // only now: a release that failed leaves the aggregate parked and the request waiting
-        parking.keep();
         return false;
+    }
+
+    /**
+     * Exactly-once: the transaction's records stay with the producer, which would commit them with the next position, so
+     * a release that sent anything stops this stream, and its next start carries the request out again. A release that
+     * failed before sending (reading the parking topic) is tried again later, as at least once.
+     */
+    private void failedRelease(Exception e, boolean sentAny) {
+        if (sink.transactional() && sentAny) {
+            releaseFailed = e;
+        }
     }
 
     /** A chunk of released events; one Kafka would refuse is dead-lettered in its place, so that a release never fails for good. */

@@ -131,7 +131,6 @@ public final class Parking implements AutoCloseable {
             }
             LOG.error("{}. Accepted (--accept-gap): they flow again", problem);
         }
-        keepNow();
         watch.loaded(loaded.id(), ends);
         reload = false;
         run = UUID.randomUUID().toString();
@@ -150,6 +149,7 @@ public final class Parking implements AutoCloseable {
             }
             stale = false;
         }
+        keepNow(); // only once this activation's: a load a close overtook writes nothing
         boolean waiting = !state.pendingRequests().isEmpty();
         var follower = new Thread(() -> follow(follow, requests, waiting), "parking-" + stream);
         follower.setDaemon(true);
