@@ -107,8 +107,8 @@ final class BinlogSource implements Source {
     }
 
     @Override
-    public Drain newDrain(EngineProgress progress) {
-        return new BinlogDrain(config.source().connection(), streamingMetrics(config.name()), progress, config.name());
+    public Drain newDrain(EngineProgress progress, javax.management.ObjectName streamingMetrics) {
+        return new BinlogDrain(config.source().connection(), streamingMetrics, progress, config.name());
     }
 
     @Override

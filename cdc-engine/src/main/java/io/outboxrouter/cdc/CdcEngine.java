@@ -33,6 +33,8 @@ import org.slf4j.LoggerFactory;
 public final class CdcEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CdcEngine.class);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+    /** How long a stop waits for the engine to store its last position before it stops without it. */
+    private static final Duration LAST_STORE_WAIT = Duration.ofSeconds(5);
     /**
      * How long a stop waits for the batch in flight before the engine interrupts it (it is then read again on restart):
      * a batch takes milliseconds, unless Kafka is down, and then a stop should not wait for the outage.
@@ -40,6 +42,10 @@ public final class CdcEngine implements AutoCloseable {
     private static final Duration BATCH_FINISH_TIMEOUT = Duration.ofSeconds(5);
     /** How long a stop waits for the end of a transaction whose events are published: a heartbeat, a batch, and room. */
     private static final Duration TRANSACTION_END_WAIT = PostgresSource.TRANSACTION_END_HEARTBEAT.plusSeconds(1);
+
+    /** The key of the tag each engine's metrics beans carry: the engine's own id. */
+    static final String RUN_TAG = "run";
+    private static final String CUSTOM_METRIC_TAGS = "custom.metric.tags";
 
     private final String name;
     private final Source source;
@@ -55,7 +61,7 @@ public final class CdcEngine implements AutoCloseable {
     private CdcEngine(RouterConfig config, Source source, ChangeHandler handler, long fence) {
         this.name = config.name();
         this.source = source;
-        this.streamingMetrics = source.streamingMetrics(name);
+        this.streamingMetrics = source.streamingMetrics(name, instance);
         var boundaries = new TransactionBoundaries<>(name, source.boundaries(), RecordChangeEvent<SourceRecord>::record);
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 config.offsets().commitInterval(), this::offsetStore);
@@ -77,6 +83,10 @@ public final class CdcEngine implements AutoCloseable {
 
     private Properties properties(RouterConfig config, Source source, long fence) {
         var p = ConnectorProperties.of(config, source);
+        // Each engine's metrics beans carry its run: a new engine never waits for an old one's beans to go (the connector
+        // retries a taken name for a minute per bean), and the streaming state read here is this engine's.
+        String tags = p.getProperty(CUSTOM_METRIC_TAGS, "").trim();
+        p.setProperty(CUSTOM_METRIC_TAGS, (tags.isEmpty() ? "" : tags + ",") + RUN_TAG + "=" + instance);
         p.setProperty(JdbcOffsetBackingStore.INSTANCE_PROPERTY, instance);
         p.setProperty(JdbcOffsetBackingStore.FENCE_PROPERTY, Long.toString(fence));
         return p;
@@ -121,7 +131,28 @@ public final class CdcEngine implements AutoCloseable {
             }
             running = true;
         }
-        engine.run();
+        try {
+            engine.run();
+        } finally {
+            unregisterLeftovers();
+        }
+    }
+
+    /** The metrics beans this engine left registered (its task not stopped in time): this run's only, never another's. */
+    private void unregisterLeftovers() {
+        var server = ManagementFactory.getPlatformMBeanServer();
+        try {
+            for (var bean : server.queryNames(new ObjectName("debezium.*:" + RUN_TAG + "=" + instance + ",*"), null)) {
+                try {
+                    server.unregisterMBean(bean);
+                    LOG.debug("Engine {}: unregistered its metrics bean {}, which its task left", name, bean);
+                } catch (JMException e) {
+                    // gone meanwhile
+                }
+            }
+        } catch (javax.management.MalformedObjectNameException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** Whether the connector is connected to the replication stream: only then is a new commit sure to be seen. */
@@ -158,7 +189,7 @@ public final class CdcEngine implements AutoCloseable {
      * and its position stored (for {@code run --once}). Call it once streaming.
      */
     public CompletableFuture<Void> drain() {
-        var drain = source.newDrain(consumer.progress);
+        var drain = source.newDrain(consumer.progress, streamingMetrics);
         consumer.drain = drain;
         completion.whenComplete((v, e) -> drain.cancel());
         try {
@@ -202,7 +233,21 @@ public final class CdcEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        stop();
+        // The engine stores its last position as it stops: given a moment, then given up (the offsets database may be
+        // down), so that a stop fits a supervisor's grace period. What is not stored is read again at the next start.
+        var stopped = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CompletableFuture.delayedExecutor(LAST_STORE_WAIT.toMillis(), TimeUnit.MILLISECONDS).execute(() -> {
+            if (!stopped.get()) {
+                LOG.warn("Engine {}: its last position was not stored within {} s; stopping without it (what it published is read "
+                        + "again at the next start)", name, LAST_STORE_WAIT.toSeconds());
+                JdbcOffsetBackingStore.abandon(instance);
+            }
+        });
+        try {
+            stop();
+        } finally {
+            stopped.set(true);
+        }
     }
 
     /**
@@ -211,6 +256,7 @@ public final class CdcEngine implements AutoCloseable {
      */
     public void abort() {
         consumer.stopping = true;
+        JdbcOffsetBackingStore.abandon(instance);
         stop();
     }
 

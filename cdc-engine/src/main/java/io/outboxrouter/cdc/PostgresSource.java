@@ -196,7 +196,7 @@ final class PostgresSource implements Source {
     }
 
     @Override
-    public Drain newDrain(EngineProgress progress) {
+    public Drain newDrain(EngineProgress progress, javax.management.ObjectName streamingMetrics) {
         return new PostgresDrain(config.source().connection());
     }
 

@@ -15,9 +15,10 @@ public interface SourceConnector {
     String metricsDomain();
 
     /** The connector's streaming metrics bean: its {@code Connected} attribute says whether the stream is open. */
-    default ObjectName streamingMetrics(String routerName) {
+    default ObjectName streamingMetrics(String routerName, String run) {
         try {
-            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming,server=" + routerName);
+            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming,server=" + routerName + ","
+                    + CdcEngine.RUN_TAG + "=" + run);
         } catch (MalformedObjectNameException e) {
             throw new IllegalArgumentException("router name " + routerName + " cannot name a metrics bean", e);
         }
@@ -27,7 +28,7 @@ public interface SourceConnector {
     String position(Struct source);
 
     /** How {@code run --once} knows that everything committed before now is published and stored. */
-    Drain newDrain(EngineProgress progress);
+    Drain newDrain(EngineProgress progress, ObjectName streamingMetrics);
 
     /** What the stream reads from, for log lines: {@code slot orders_router}, {@code binlog}. */
     String describe();

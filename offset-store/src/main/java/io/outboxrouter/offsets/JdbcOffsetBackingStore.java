@@ -51,6 +51,12 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     /** The router's rows as the table holds them: read at start, then each successful write; replaced whole. */
     private volatile Map<String, String> stored = Map.of();
     private volatile boolean stopped;
+    /** Set when the engine is aborted: every write fails at once, the one under way included. */
+    private volatile boolean abandoned;
+    /** The stores of the running engines, by instance, for {@link #abandon}. */
+    private static final Map<String, JdbcOffsetBackingStore> RUNNING = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Writes not finished yet: an abandon fails them, queued ones included (a shut executor never runs those). */
+    private final Set<CompletableFuture<Void>> pending = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** Instantiated by the engine through reflection; settings arrive in {@link #configure}. */
     public JdbcOffsetBackingStore() {
@@ -72,6 +78,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
             return t;
         });
         stats = OffsetStoreStats.register(settings.routerName(), instance);
+        RUNNING.put(instance, this);
         table = OffsetTable.open(settings, stats);
         table.createIfMissing();
         stored = Map.copyOf(table.read(settings.routerName()));
@@ -81,6 +88,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     @Override
     public void stop() {
         stopped = true;
+        RUNNING.remove(instance, this);
         if (executor != null) {
             executor.shutdown();
             try {
@@ -116,11 +124,36 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         return CompletableFuture.completedFuture(out);
     }
 
+    /**
+     * Makes the offset store of an engine being aborted (its process lost the router's lock, or the database) fail every
+     * write at once, the one retrying now included: the engine's last commit then ends at once, and its task stops and
+     * closes its connections (the replication connection among them) instead of waiting out the retries. What is not
+     * stored is read again by whoever streams next.
+     */
+    public static void abandon(String instance) {
+        var store = RUNNING.get(instance);
+        if (store != null) {
+            store.abandoned = true;
+            if (store.executor != null) {
+                store.executor.shutdownNow(); // interrupts the retries of the write under way
+            }
+            for (var write : store.pending) {
+                write.completeExceptionally(new OffsetStoreException("the offsets of router " + store.settings.routerName()
+                        + " are not stored: its engine is being stopped after losing its lock or its database", null));
+            }
+        }
+    }
+
     @Override
     public Future<Void> set(Map<ByteBuffer, ByteBuffer> values, Callback<Void> callback) {
+        if (abandoned) {
+            return refused(callback);
+        }
         var entries = new LinkedHashMap<String, String>();
         values.forEach((k, v) -> entries.put(text(k), v == null ? null : text(v)));
-        return CompletableFuture.runAsync(() -> {
+        CompletableFuture<Void> write;
+        try {
+            write = CompletableFuture.runAsync(() -> {
                     if (!stateWritten) {
                         // From now on, finding no offsets means they were lost, not that this is a first start.
                         entries.put(OffsetTable.STATE_KEY, OffsetTable.STORED);
@@ -140,8 +173,16 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
                         }
                     });
                     stored = Map.copyOf(next);
-                }, executor)
-                .whenComplete((ok, error) -> {
+                }, executor);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return refused(callback); // abandoned meanwhile
+        }
+        pending.add(write);
+        if (abandoned) {
+            write.completeExceptionally(new OffsetStoreException("abandoned", null)); // abandoned between the two lines above
+        }
+        return write.whenComplete((ok, error) -> {
+                    pending.remove(write);
                     Throwable cause = error != null && error.getCause() != null ? error.getCause() : error;
                     if (cause != null) {
                         stats.failed(cause, fenced(cause));
@@ -153,6 +194,15 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
                         callback.onCompletion(cause, null);
                     }
                 });
+    }
+
+    private CompletableFuture<Void> refused(Callback<Void> callback) {
+        var refused = new OffsetStoreException("the offsets of router " + settings.routerName() + " are not stored: its engine is "
+                + "being stopped after losing its lock or its database (what it published is read again)", null);
+        if (callback != null) {
+            callback.onCompletion(refused, null);
+        }
+        return CompletableFuture.failedFuture(refused);
     }
 
     @Override

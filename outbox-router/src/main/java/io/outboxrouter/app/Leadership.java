@@ -75,6 +75,9 @@ final class Leadership<L extends HeldLock> implements AutoCloseable {
     private ScheduledFuture<?> check;
     private long outageSince;
     private long backoffMillis;
+    /** When an outage was last logged; 0 when none is under way. */
+    private long lastOutageLog;
+    private static final Duration OUTAGE_LOG_EVERY = Duration.ofSeconds(30);
 
     /** The lock of a router (or of a sharded router's group) on its offsets database. */
     static Leadership<RouterLock> of(OffsetTableSettings settings, ScheduledExecutorService timer, Duration outageBudget) {
@@ -153,6 +156,7 @@ final class Leadership<L extends HeldLock> implements AutoCloseable {
         lock = acquired;
         waitingFor = null;
         outageSince = 0;
+        lastOutageLog = 0;
         backoffMillis = tick.toMillis();
         try {
             listener.activated(acquired);
@@ -250,6 +254,7 @@ final class Leadership<L extends HeldLock> implements AutoCloseable {
         }
         waitingFor = "the other process";
         outageSince = 0;
+        lastOutageLog = 0;
         backoffMillis = tick.toMillis();
     }
 
@@ -258,9 +263,15 @@ final class Leadership<L extends HeldLock> implements AutoCloseable {
             outageSince = System.nanoTime();
         }
         waitingFor = "the database";
-        LOG.warn("Cannot reach the database of {} ({}); trying again in {} ms, {}", locks.describe(), Retry.describe(e),
-                backoffMillis, outageBudget.isZero() ? "until it answers" : "for up to " + outageBudget + " in all (offsets.give-up-after)");
-        backoffMillis = Math.min(backoffMillis * 2, tick.toMillis() * 10);
+        // Tried again every couple of ticks at most, so that the stream is back within seconds of the database; said
+        // at the first failure and every half minute after.
+        long now = System.nanoTime();
+        if (lastOutageLog == 0 || now - lastOutageLog > OUTAGE_LOG_EVERY.toNanos()) {
+            lastOutageLog = now;
+            LOG.warn("Cannot reach the database of {} ({}); trying again every {} ms at most, {}", locks.describe(), Retry.describe(e),
+                    tick.toMillis() * 2, outageBudget.isZero() ? "until it answers" : "for up to " + outageBudget + " in all (offsets.give-up-after)");
+        }
+        backoffMillis = Math.min(backoffMillis * 2, tick.toMillis() * 2);
     }
 
     private boolean outageBudgetSpent() {

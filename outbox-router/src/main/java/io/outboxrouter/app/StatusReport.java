@@ -40,15 +40,51 @@ final class StatusReport implements AutoCloseable {
         this.problems = problems;
         var s = OffsetTableSettings.offsets(config);
         this.offsets = OffsetTable.open(new OffsetTableSettings(s.routerName(), s.url(), s.user(), s.password(), s.table(), QUICK));
+        this.reader = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            var t = new Thread(r, "status-offsets-" + config.name());
+            t.setDaemon(true);
+            return t;
+        });
     }
 
+    /** How long a request waits for the offsets table before it answers with what was read last. */
+    private static final Duration READ_WAIT = Duration.ofMillis(200);
+    /** Reads the offsets table off the request's thread: one read at a time, whatever the number of requests. */
+    private final java.util.concurrent.ExecutorService reader;
+    private java.util.concurrent.Future<Map<String, String>> reading;
+    private Map<String, String> lastRead = Map.of();
+    private Instant lastReadAt;
+
     RouterStatus read(RouterState state) {
-        Map<String, String> stored = Map.of();
+        Map<String, String> stored;
         String offsetsError = null;
+        java.util.concurrent.Future<Map<String, String>> read;
+        boolean fresh = false;
+        synchronized (this) {
+            if (reading == null || reading.isDone()) {
+                reading = reader.submit(() -> offsets.read(config.name()));
+                fresh = true;
+            }
+            read = reading;
+        }
         try {
-            stored = offsets.read(config.name());
-        } catch (RuntimeException e) {
-            offsetsError = "cannot read " + config.offsets().table() + ": " + e.getMessage();
+            // A read an earlier request began is still waiting for the database: this one answers at once.
+            stored = read.get(fresh ? READ_WAIT.toMillis() : 0, java.util.concurrent.TimeUnit.MILLISECONDS);
+            synchronized (this) {
+                lastRead = stored;
+                lastReadAt = Instant.now();
+            }
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            synchronized (this) {
+                stored = lastRead;
+                offsetsError = (e instanceof java.util.concurrent.TimeoutException ? config.offsets().table() + " did not answer within "
+                        + READ_WAIT.toMillis() + " ms" : "cannot read " + config.offsets().table() + ": " + e.getCause().getMessage())
+                        + (lastReadAt == null ? "" : "; the positions shown were read at " + lastReadAt);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stored = Map.of();
+            offsetsError = "interrupted";
         }
         var source = config.source();
         String describe = source.kind().toString().toLowerCase() + " " + source.connection().displayUrl() + " " + source.tables();
@@ -62,6 +98,7 @@ final class StatusReport implements AutoCloseable {
 
     @Override
     public void close() {
+        reader.shutdownNow();
         offsets.close();
     }
 }

@@ -183,26 +183,57 @@ public final class PostgresServer implements DatabaseServer {
     }
 
     /**
+     * Stops the server as {@code pg_ctl stop -m fast} does (SIGINT to the postmaster), keeping its data, and waits up to
+     * {@code patience} for it to exit; the next {@link #restart()} brings it back.
+     *
+     * @return how long the shutdown took; null when the server still ran after {@code patience} (then it is crashed)
+     */
+    public Duration shutDownFast(Duration patience) {
+        if (pg == null) {
+            return Duration.ZERO;
+        }
+        long started = System.nanoTime();
+        boolean exited = signal("-INT", patience);
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        crash(); // releases zonky's lock (and ends the server if it is still up)
+        return exited ? took : null;
+    }
+
+    /**
      * Stops the server at once, as a crash would (an immediate shutdown): a fast shutdown waits for logical walsenders to
      * be acknowledged, up to a minute, while a router streams.
      */
     private void crash() {
+        signal("-QUIT", Duration.ofSeconds(30));
         try {
-            long pid = Long.parseLong(Files.readAllLines(dataDir.resolve("postmaster.pid")).get(0).trim());
-            new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+            pg.close(); // releases zonky's lock on the data directory; its pg_ctl stop finds nothing left to stop
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        pg = null;
+    }
+
+    /** Sends the postmaster a signal and waits up to {@code patience} for it to exit; whether it did. */
+    private boolean signal(String signal, Duration patience) {
+        try {
+            var pidFile = dataDir.resolve("postmaster.pid");
+            if (!Files.exists(pidFile)) {
+                return true;
+            }
+            long pid = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+            new ProcessBuilder("kill", signal, Long.toString(pid)).inheritIO().start().waitFor();
             var postmaster = ProcessHandle.of(pid);
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            long deadline = System.nanoTime() + patience.toNanos();
             while (postmaster.map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
-            pg.close(); // releases zonky's lock on the data directory; its pg_ctl stop finds nothing left to stop
+            return !postmaster.map(ProcessHandle::isAlive).orElse(false);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
-        pg = null;
     }
 
     @Override

@@ -1,0 +1,172 @@
+package io.outboxrouter.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.outboxrouter.app.Router;
+import io.outboxrouter.config.RouterConfigLoader;
+import io.outboxrouter.testing.PostgresServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The source database stopped under load and started again, as an operator's maintenance would: the router's probes
+ * follow the stream (unready while it is down, ready again once it streams), the database's shutdown is not held up
+ * by the router, and publishing goes on within seconds of the database's return, with nothing lost. The times are
+ * printed; the bounds asserted are loose.
+ */
+class OutageReturnIT {
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+
+    @ParameterizedTest
+    @ValueSource(strings = {"at-least-once", "exactly-once"})
+    void aDatabaseStoppedAndStartedAgainIsFollowedWithinSeconds(String delivery) throws Exception {
+        try (var server = PostgresServer.start()) {
+            var db = new PostgresOutbox(server, OutboxContract.unique("outage"));
+            String topics = OutboxContract.unique("outage");
+            int port = OutboxContract.freePort();
+            var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("outage-router").replace('_', '-') + "\n"
+                    + db.sourceYaml() + """
+                    delivery: %s
+                    routing: { topic: "%s.${aggregatetype}" }
+                    kafka: { bootstrap-servers: "%s" }
+                    http: { listen: "127.0.0.1:%d" }
+                    """.formatted(delivery, topics, OutboxContract.kafka(), port), Map.of());
+            var written = Collections.synchronizedList(new ArrayList<TestEvent>());
+            var stop = new AtomicBoolean();
+            var load = Executors.newSingleThreadExecutor();
+            try (var kafka = delivery.equals("exactly-once") ? KafkaEvents.readCommitted(OutboxContract.kafka(), topics + "\\..*")
+                    : new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+                 var router = Router.start(config)) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> status(port, "/health/ready") == 200);
+                var writer = load.submit(() -> new FailoverWriter(server.jdbcUrl(db.database()), PostgresServer.USER, PostgresServer.PASSWORD,
+                        "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
+                        "SELECT 1 FROM public.outbox WHERE id = ?::uuid").write(written, stop));
+                Thread.sleep(2_000);
+
+                long stopping = System.nanoTime();
+                var shutdown = server.shutDownFast(Duration.ofSeconds(90));
+                System.out.printf("outage (%s): the database's fast shutdown took %s%n", delivery,
+                        shutdown == null ? "over 90 s" : shutdown.toMillis() + " ms");
+                Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
+                        .until(() -> status(port, "/health/ready") != 200);
+                long unready = System.nanoTime();
+                System.out.printf("outage (%s): unready %d ms after the shutdown began%n", delivery, ms(unready - stopping));
+                long slowestStatus = 0;
+                for (int i = 0; i < 10; i++) {
+                    long asked = System.nanoTime();
+                    assertThat(status(port, "/status")).isEqualTo(200);
+                    slowestStatus = Math.max(slowestStatus, System.nanoTime() - asked);
+                    Thread.sleep(500);
+                }
+                int before = written.size();
+                long restarting = System.nanoTime();
+                server.restart();
+                long back = System.nanoTime();
+                System.out.printf("outage (%s): /status answered within %d ms during the outage; the database restarted in %d ms%n",
+                        delivery, ms(slowestStatus), ms(back - restarting));
+                Awaitility.await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(50))
+                        .until(() -> status(port, "/health/ready") == 200);
+                long ready = System.nanoTime();
+                System.out.printf("outage (%s): ready %d ms after the database was back%n", delivery, ms(ready - back));
+                Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> written.size() > before + 20);
+                var sinceBack = new HashSet<UUID>();
+                written.subList(before, written.size()).forEach(e -> sinceBack.add(e.id()));
+                kafka.awaitIds(sinceBack, Duration.ofSeconds(180));
+                long publishing = System.nanoTime();
+                stop.set(true);
+                writer.get();
+                var ids = new HashSet<UUID>();
+                written.forEach(e -> ids.add(e.id()));
+                kafka.awaitIds(ids, Duration.ofSeconds(60));
+                System.out.printf("outage (%s): events written since the database's return published %d ms after it was back%n",
+                        delivery, ms(publishing - back));
+                assertThat(kafka.receivedIds()).containsAll(ids);
+                assertThat(router.completion()).as("rode it out, in-process").isNotDone();
+                // Loose bounds, far above what the router takes and far below what it took when a stopped engine held on.
+                assertThat(shutdown).as("the database's fast shutdown, with the router attached").isNotNull()
+                        .isLessThan(Duration.ofSeconds(20));
+                assertThat(Duration.ofNanos(slowestStatus)).as("/status during the outage").isLessThan(Duration.ofSeconds(3));
+                assertThat(Duration.ofNanos(ready - back)).as("ready again after the database's return").isLessThan(Duration.ofSeconds(30));
+                assertThat(Duration.ofNanos(publishing - back)).as("publishing after the database's return").isLessThan(Duration.ofSeconds(30));
+            } finally {
+                stop.set(true);
+                load.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * A SIGTERM to the router while its database is down (a node drained during database maintenance): the process
+     * exits within a Kubernetes grace period, storing nothing it has not published, and the next process publishes
+     * everything committed.
+     */
+    @org.junit.jupiter.api.Test
+    void aSigtermWhileTheDatabaseIsDownExitsWithinAGracePeriod(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        try (var server = PostgresServer.start()) {
+            var db = new PostgresOutbox(server, OutboxContract.unique("sigterm"));
+            String topics = OutboxContract.unique("sigterm");
+            int port = OutboxContract.freePort();
+            var file = java.nio.file.Files.writeString(dir.resolve("router.yml"), OutboxContract.configYaml(db,
+                    OutboxContract.unique("sigterm-router").replace('_', '-'), topics, port));
+            var written = new HashSet<UUID>();
+            try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
+                try (var router = RouterProcess.start(file, port, dir.resolve("first.log")).awaitReady(Duration.ofSeconds(90));
+                     var c = db.connect()) {
+                    for (int i = 0; i < 20; i++) {
+                        var e = TestEvent.of("Order", "o-" + (i % 4), i / 4 + 1);
+                        db.insert(c, e);
+                        c.commit();
+                        written.add(e.id());
+                    }
+                    kafka.awaitIds(written, Duration.ofSeconds(60));
+                    var late = TestEvent.of("Order", "o-late", 1);
+                    db.insert(c, late);
+                    c.commit();
+                    written.add(late.id());
+                    server.shutDownFast(Duration.ofSeconds(90));
+                    Thread.sleep(1_000);
+                    long signalled = System.nanoTime();
+                    int exit = router.stop(Duration.ofSeconds(60));
+                    long exited = System.nanoTime();
+                    System.out.printf("sigterm: the router exited %d ms after SIGTERM, with its database down (exit %d)%n",
+                            ms(exited - signalled), exit);
+                    assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+                }
+                server.restart();
+                try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
+                    kafka.awaitIds(written, Duration.ofSeconds(60));
+                }
+            }
+        }
+    }
+
+    private static long ms(long nanos) {
+        return nanos / 1_000_000;
+    }
+
+    private static int status(int port, String path) {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10)).build(),
+                    HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (java.io.IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+}
