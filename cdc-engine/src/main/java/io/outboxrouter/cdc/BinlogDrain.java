@@ -58,10 +58,15 @@ final class BinlogDrain extends Drain {
     private boolean check() {
         var server = ManagementFactory.getPlatformMBeanServer();
         try {
-            String file = (String) server.getAttribute(streamingMetrics, "BinlogFilename");
-            long pos = (Long) server.getAttribute(streamingMetrics, "BinlogPosition");
-            int remaining = (Integer) server.getAttribute(streamingMetrics, "QueueRemainingCapacity");
-            int total = (Integer) server.getAttribute(streamingMetrics, "QueueTotalCapacity");
+            var bean = SourceConnector.registered(streamingMetrics);
+            if (bean == null) {
+                idleChecks = 0;
+                return false; // not registered yet
+            }
+            String file = (String) server.getAttribute(bean, "BinlogFilename");
+            long pos = (Long) server.getAttribute(bean, "BinlogPosition");
+            int remaining = (Integer) server.getAttribute(bean, "QueueRemainingCapacity");
+            int total = (Integer) server.getAttribute(bean, "QueueTotalCapacity");
             long finished = progress.batchesFinished().get();
             boolean idle = file != null && new BinlogPosition(file, pos).compareTo(end) >= 0 && remaining == total
                     && progress.idle() && finished == lastFinished;

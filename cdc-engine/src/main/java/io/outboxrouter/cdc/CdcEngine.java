@@ -55,6 +55,11 @@ public final class CdcEngine implements AutoCloseable {
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final BatchConsumer consumer;
     private final String instance = UUID.randomUUID().toString();
+    /**
+     * How long a stream with a sub-second heartbeat may hand nothing over and still count as streaming; 0: the
+     * connector's own connected flag alone says (its heartbeat is too rare to tell a stalled stream quickly).
+     */
+    private final long quietAtMostNanos;
     /** Set (under this engine's lock) once the connector runs; until then a stop only interrupts the wait before it. */
     private boolean running;
 
@@ -65,8 +70,10 @@ public final class CdcEngine implements AutoCloseable {
         var boundaries = new TransactionBoundaries<>(name, source.boundaries(), RecordChangeEvent<SourceRecord>::record);
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 config.offsets().commitInterval(), this::offsetStore);
+        var properties = properties(config, source, fence);
+        this.quietAtMostNanos = quietAtMost(properties.getProperty("heartbeat.interval.ms"));
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
-                .using(properties(config, source, fence))
+                .using(properties)
                 .using((sinceLastCommit, timeSinceLastCommit) -> consumer.storeDue())
                 .using((success, message, error) -> {
                     if (success) {
@@ -155,13 +162,38 @@ public final class CdcEngine implements AutoCloseable {
         }
     }
 
-    /** Whether the connector is connected to the replication stream: only then is a new commit sure to be seen. */
+    /**
+     * Whether the stream runs: this engine has not ended, its connector says it is connected (this engine's own bean),
+     * and, where the connector beats more than once a second, a batch is in hand or one came within a few beats. Only
+     * then is a new commit sure to be seen soon.
+     */
     public boolean isStreaming() {
-        try {
-            return Boolean.TRUE.equals(ManagementFactory.getPlatformMBeanServer().getAttribute(streamingMetrics, "Connected"));
-        } catch (JMException e) {
-            return false; // not registered yet
+        if (completion.isDone()) {
+            return false;
         }
+        boolean connected;
+        try {
+            var bean = SourceConnector.registered(streamingMetrics);
+            connected = bean != null && Boolean.TRUE.equals(ManagementFactory.getPlatformMBeanServer().getAttribute(bean, "Connected"));
+        } catch (JMException e) {
+            return false; // unregistered meanwhile
+        }
+        if (!connected || quietAtMostNanos == 0 || !consumer.progress.idle()) {
+            return connected;
+        }
+        long last = consumer.progress.lastStartedNanos().get();
+        return last != 0 && System.nanoTime() - last < quietAtMostNanos;
+    }
+
+    /** Eight beats, at least two seconds, for a heartbeat of a second or less; 0 otherwise. */
+    static long quietAtMost(String heartbeatMillis) {
+        long every;
+        try {
+            every = heartbeatMillis == null ? 0 : Long.parseLong(heartbeatMillis.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+        return every <= 0 || every > 1_000 ? 0 : TimeUnit.MILLISECONDS.toNanos(Math.max(2_000, every * 8));
     }
 
     /**
@@ -256,7 +288,9 @@ public final class CdcEngine implements AutoCloseable {
      */
     public void abort() {
         consumer.stopping = true;
-        JdbcOffsetBackingStore.abandon(instance);
+        if (!completion.isDone()) {
+            JdbcOffsetBackingStore.abandon(instance);
+        }
         stop();
     }
 

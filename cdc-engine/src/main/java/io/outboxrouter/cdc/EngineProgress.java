@@ -3,9 +3,9 @@ package io.outboxrouter.cdc;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** Batches the engine started and finished handing over: together with the reader's position, whether it is idle. */
-record EngineProgress(AtomicLong batchesStarted, AtomicLong batchesFinished) {
+record EngineProgress(AtomicLong batchesStarted, AtomicLong batchesFinished, AtomicLong lastStartedNanos) {
     EngineProgress() {
-        this(new AtomicLong(), new AtomicLong());
+        this(new AtomicLong(), new AtomicLong(), new AtomicLong());
     }
 
     boolean idle() {

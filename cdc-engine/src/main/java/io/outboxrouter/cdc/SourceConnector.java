@@ -14,14 +14,22 @@ public interface SourceConnector {
     /** The JMX domain of the connector's metrics, e.g. {@code debezium.postgres}. */
     String metricsDomain();
 
-    /** The connector's streaming metrics bean: its {@code Connected} attribute says whether the stream is open. */
+    /**
+     * The pattern of one engine run's streaming metrics bean (its {@code Connected} attribute says whether the stream is
+     * open), whatever other tags the user gives the connector's beans; {@link #registered} finds it.
+     */
     default ObjectName streamingMetrics(String routerName, String run) {
         try {
-            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming,server=" + routerName + ","
-                    + CdcEngine.RUN_TAG + "=" + run);
+            return new ObjectName(metricsDomain() + ":type=connector-metrics,context=streaming," + CdcEngine.RUN_TAG + "=" + run + ",*");
         } catch (MalformedObjectNameException e) {
-            throw new IllegalArgumentException("router name " + routerName + " cannot name a metrics bean", e);
+            throw new IllegalArgumentException("router " + routerName + "'s engine run " + run + " cannot name a metrics bean", e);
         }
+    }
+
+    /** The bean registered under {@code pattern}; null before the connector registered it. */
+    static ObjectName registered(ObjectName pattern) {
+        var names = java.lang.management.ManagementFactory.getPlatformMBeanServer().queryNames(pattern, null);
+        return names.isEmpty() ? null : names.iterator().next();
     }
 
     /** A change record's {@code source} block as a position people can read, e.g. {@code lsn:0/16B3748}. */

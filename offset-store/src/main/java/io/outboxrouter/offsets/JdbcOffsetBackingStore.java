@@ -55,6 +55,8 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private volatile boolean abandoned;
     /** The stores of the running engines, by instance, for {@link #abandon}. */
     private static final Map<String, JdbcOffsetBackingStore> RUNNING = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Engines aborted before their store started (one id per abort, kept until that store starts). */
+    private static final Set<String> ABANDONED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Writes not finished yet: an abandon fails them, queued ones included (a shut executor never runs those). */
     private final Set<CompletableFuture<Void>> pending = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -78,17 +80,17 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
             return t;
         });
         stats = OffsetStoreStats.register(settings.routerName(), instance);
-        RUNNING.put(instance, this);
         table = OffsetTable.open(settings, stats);
         table.createIfMissing();
         stored = Map.copyOf(table.read(settings.routerName()));
         LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(), stored.size());
+        RUNNING.put(instance, this);
+        abandoned = ABANDONED.remove(instance); // aborted while it started
     }
 
     @Override
     public void stop() {
         stopped = true;
-        RUNNING.remove(instance, this);
         if (executor != null) {
             executor.shutdown();
             try {
@@ -107,6 +109,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         if (stats != null) {
             stats.unregister();
         }
+        RUNNING.remove(instance, this); // only now: an abandon during the wait above still ends the write under way
     }
 
     @Override
@@ -132,15 +135,17 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
      */
     public static void abandon(String instance) {
         var store = RUNNING.get(instance);
-        if (store != null) {
-            store.abandoned = true;
-            if (store.executor != null) {
-                store.executor.shutdownNow(); // interrupts the retries of the write under way
-            }
-            for (var write : store.pending) {
-                write.completeExceptionally(new OffsetStoreException("the offsets of router " + store.settings.routerName()
-                        + " are not stored: its engine is being stopped after losing its lock or its database", null));
-            }
+        if (store == null) {
+            ABANDONED.add(instance); // not started yet: it starts abandoned
+            return;
+        }
+        store.abandoned = true;
+        if (store.executor != null) {
+            store.executor.shutdownNow(); // interrupts the retries of the write under way
+        }
+        for (var write : store.pending) {
+            write.completeExceptionally(new OffsetStoreException("the offsets of router " + store.settings.routerName()
+                    + " are not stored: its engine is being stopped after losing its lock or its database", null));
         }
     }
 

@@ -51,34 +51,42 @@ final class StatusReport implements AutoCloseable {
     private static final Duration READ_WAIT = Duration.ofMillis(200);
     /** Reads the offsets table off the request's thread: one read at a time, whatever the number of requests. */
     private final java.util.concurrent.ExecutorService reader;
-    private java.util.concurrent.Future<Map<String, String>> reading;
+    private java.util.concurrent.CompletableFuture<Map<String, String>> reading;
     private Map<String, String> lastRead = Map.of();
     private Instant lastReadAt;
+    private Instant readingSince;
 
     RouterStatus read(RouterState state) {
-        Map<String, String> stored;
-        String offsetsError = null;
-        java.util.concurrent.Future<Map<String, String>> read;
+        java.util.concurrent.CompletableFuture<Map<String, String>> read;
         boolean fresh = false;
         synchronized (this) {
             if (reading == null || reading.isDone()) {
-                reading = reader.submit(() -> offsets.read(config.name()));
+                readingSince = Instant.now();
+                // The read keeps what it found, also when it finishes after the request that began it has answered.
+                reading = java.util.concurrent.CompletableFuture.supplyAsync(() -> offsets.read(config.name()), reader)
+                        .whenComplete((found, error) -> {
+                            if (found != null) {
+                                synchronized (this) {
+                                    lastRead = found;
+                                    lastReadAt = Instant.now();
+                                }
+                            }
+                        });
                 fresh = true;
             }
             read = reading;
         }
+        Map<String, String> stored;
+        String offsetsError = null;
         try {
-            // A read an earlier request began is still waiting for the database: this one answers at once.
+            // A read an earlier request began is still under way (the database is slow or down): this one answers at once.
             stored = read.get(fresh ? READ_WAIT.toMillis() : 0, java.util.concurrent.TimeUnit.MILLISECONDS);
-            synchronized (this) {
-                lastRead = stored;
-                lastReadAt = Instant.now();
-            }
         } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
             synchronized (this) {
                 stored = lastRead;
-                offsetsError = (e instanceof java.util.concurrent.TimeoutException ? config.offsets().table() + " did not answer within "
-                        + READ_WAIT.toMillis() + " ms" : "cannot read " + config.offsets().table() + ": " + e.getCause().getMessage())
+                offsetsError = (e instanceof java.util.concurrent.TimeoutException ? "reading " + config.offsets().table()
+                        + " takes long (under way since " + readingSince + ")" : "cannot read " + config.offsets().table() + ": "
+                        + (e.getCause() == null ? e.getMessage() : e.getCause().getMessage()))
                         + (lastReadAt == null ? "" : "; the positions shown were read at " + lastReadAt);
             }
         } catch (InterruptedException e) {

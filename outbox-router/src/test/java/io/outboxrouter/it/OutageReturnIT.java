@@ -22,7 +22,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The source database stopped under load and started again, as an operator's maintenance would: the router's probes
+ * The source database (Postgres, in both delivery modes, and MariaDB) stopped under load and started again, as an
+ * operator's maintenance would, with a fast shutdown on Postgres: the router's probes
  * follow the stream (unready while it is down, ready again once it streams), the database's shutdown is not held up
  * by the router, and publishing goes on within seconds of the database's return, with nothing lost. The times are
  * printed; the bounds asserted are loose.
@@ -30,11 +31,41 @@ import org.junit.jupiter.params.provider.ValueSource;
 class OutageReturnIT {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
 
+    /** A source database the test stops and starts: its outbox, its writer's statements, and how it is stopped. */
+    private record Source(String kind, OutboxDatabase db, String writerUrl, String user, String password, String insert, String check,
+                          java.util.function.Supplier<Duration> shutDown, Runnable startAgain) {
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"at-least-once", "exactly-once"})
-    void aDatabaseStoppedAndStartedAgainIsFollowedWithinSeconds(String delivery) throws Exception {
+    void aPostgresStoppedAndStartedAgainIsFollowedWithinSeconds(String delivery) throws Exception {
         try (var server = PostgresServer.start()) {
             var db = new PostgresOutbox(server, OutboxContract.unique("outage"));
+            outage(delivery, new Source("postgres", db, server.jdbcUrl(db.database()), PostgresServer.USER, PostgresServer.PASSWORD,
+                    "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
+                    "SELECT 1 FROM public.outbox WHERE id = ?::uuid", () -> server.shutDownFast(Duration.ofSeconds(90)), server::restart));
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void aMariaDbStoppedAndStartedAgainIsFollowedWithinSeconds() throws Exception {
+        try (var server = io.outboxrouter.testing.MariaDbServer.start()) {
+            String database = OutboxContract.unique("outage");
+            var db = new BinlogOutbox(new BinlogOutbox.Server("mariadb", server.jdbcUrl(""), server.user(), server.password()), database);
+            outage("at-least-once", new Source("mariadb", db, server.jdbcUrl(database), server.user(), server.password(),
+                    "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?, ?, ?, ?, ?)",
+                    "SELECT 1 FROM outbox WHERE id = ?", () -> {
+                        long started = System.nanoTime();
+                        server.stop();
+                        return Duration.ofNanos(System.nanoTime() - started);
+                    }, server::restart));
+        }
+    }
+
+    private void outage(String delivery, Source source) throws Exception {
+        String label = source.kind() + ", " + delivery;
+        var db = source.db();
+        {
             String topics = OutboxContract.unique("outage");
             int port = OutboxContract.freePort();
             var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("outage-router").replace('_', '-') + "\n"
@@ -52,19 +83,18 @@ class OutageReturnIT {
                  var router = Router.start(config)) {
                 assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
                 Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> status(port, "/health/ready") == 200);
-                var writer = load.submit(() -> new FailoverWriter(server.jdbcUrl(db.database()), PostgresServer.USER, PostgresServer.PASSWORD,
-                        "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
-                        "SELECT 1 FROM public.outbox WHERE id = ?::uuid").write(written, stop));
+                var writer = load.submit(() -> new FailoverWriter(source.writerUrl(), source.user(), source.password(), source.insert(),
+                        source.check()).write(written, stop));
                 Thread.sleep(2_000);
 
                 long stopping = System.nanoTime();
-                var shutdown = server.shutDownFast(Duration.ofSeconds(90));
-                System.out.printf("outage (%s): the database's fast shutdown took %s%n", delivery,
+                var shutdown = source.shutDown().get();
+                System.out.printf("outage (%s): the database's shutdown took %s%n", label,
                         shutdown == null ? "over 90 s" : shutdown.toMillis() + " ms");
                 Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
                         .until(() -> status(port, "/health/ready") != 200);
                 long unready = System.nanoTime();
-                System.out.printf("outage (%s): unready %d ms after the shutdown began%n", delivery, ms(unready - stopping));
+                System.out.printf("outage (%s): unready %d ms after the shutdown began%n", label, ms(unready - stopping));
                 long slowestStatus = 0;
                 for (int i = 0; i < 10; i++) {
                     long asked = System.nanoTime();
@@ -74,14 +104,14 @@ class OutageReturnIT {
                 }
                 int before = written.size();
                 long restarting = System.nanoTime();
-                server.restart();
+                source.startAgain().run();
                 long back = System.nanoTime();
                 System.out.printf("outage (%s): /status answered within %d ms during the outage; the database restarted in %d ms%n",
-                        delivery, ms(slowestStatus), ms(back - restarting));
+                        label, ms(slowestStatus), ms(back - restarting));
                 Awaitility.await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(50))
                         .until(() -> status(port, "/health/ready") == 200);
                 long ready = System.nanoTime();
-                System.out.printf("outage (%s): ready %d ms after the database was back%n", delivery, ms(ready - back));
+                System.out.printf("outage (%s): ready %d ms after the database was back%n", label, ms(ready - back));
                 Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> written.size() > before + 20);
                 var sinceBack = new HashSet<UUID>();
                 written.subList(before, written.size()).forEach(e -> sinceBack.add(e.id()));
@@ -93,11 +123,11 @@ class OutageReturnIT {
                 written.forEach(e -> ids.add(e.id()));
                 kafka.awaitIds(ids, Duration.ofSeconds(60));
                 System.out.printf("outage (%s): events written since the database's return published %d ms after it was back%n",
-                        delivery, ms(publishing - back));
+                        label, ms(publishing - back));
                 assertThat(kafka.receivedIds()).containsAll(ids);
                 assertThat(router.completion()).as("rode it out, in-process").isNotDone();
                 // Loose bounds, far above what the router takes and far below what it took when a stopped engine held on.
-                assertThat(shutdown).as("the database's fast shutdown, with the router attached").isNotNull()
+                assertThat(shutdown).as("the database's shutdown, with the router attached").isNotNull()
                         .isLessThan(Duration.ofSeconds(20));
                 assertThat(Duration.ofNanos(slowestStatus)).as("/status during the outage").isLessThan(Duration.ofSeconds(3));
                 assertThat(Duration.ofNanos(ready - back)).as("ready again after the database's return").isLessThan(Duration.ofSeconds(30));
@@ -147,6 +177,53 @@ class OutageReturnIT {
                     assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
                 }
                 server.restart();
+                try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
+                    kafka.awaitIds(written, Duration.ofSeconds(60));
+                }
+            }
+        }
+    }
+
+    /**
+     * A SIGTERM while Kafka is down and a batch is being retried: the process exits within a Kubernetes grace period,
+     * storing no position past what Kafka acknowledged, and the next process publishes everything committed.
+     */
+    @org.junit.jupiter.api.Test
+    void aSigtermWhileKafkaIsDownExitsWithinAGracePeriod(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        try (var broker = io.outboxrouter.testing.KafkaProcess.start(dir.resolve("kafka"))) {
+            var db = new PostgresOutbox(io.outboxrouter.testing.TestServers.postgres(), OutboxContract.unique("sigtermk"));
+            String topics = OutboxContract.unique("sigtermk");
+            int port = OutboxContract.freePort();
+            var file = java.nio.file.Files.writeString(dir.resolve("router.yml"), OutboxContract.configYaml(db,
+                    OutboxContract.unique("sigtermk-router").replace('_', '-'), topics, port).replace(OutboxContract.kafka(),
+                    broker.bootstrapServers()));
+            var written = new HashSet<UUID>();
+            try (var kafka = new KafkaEvents(broker.bootstrapServers(), topics + "\\..*")) {
+                try (var router = RouterProcess.start(file, port, dir.resolve("first.log")).awaitReady(Duration.ofSeconds(90));
+                     var c = db.connect()) {
+                    for (int i = 0; i < 20; i++) {
+                        var e = TestEvent.of("Order", "o-" + (i % 4), i / 4 + 1);
+                        db.insert(c, e);
+                        c.commit();
+                        written.add(e.id());
+                    }
+                    kafka.awaitIds(written, Duration.ofSeconds(60));
+                    broker.kill();
+                    for (int i = 0; i < 5; i++) {
+                        var e = TestEvent.of("Order", "o-late", i + 1);
+                        db.insert(c, e);
+                        c.commit();
+                        written.add(e.id());
+                    }
+                    Thread.sleep(2_000); // the router is retrying them
+                    long signalled = System.nanoTime();
+                    int exit = router.stop(Duration.ofSeconds(90));
+                    long exited = System.nanoTime();
+                    System.out.printf("sigterm: the router exited %d ms after SIGTERM, with Kafka down (exit %d)%n",
+                            ms(exited - signalled), exit);
+                    assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+                }
+                broker.restart();
                 try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
                     kafka.awaitIds(written, Duration.ofSeconds(60));
                 }

@@ -410,8 +410,9 @@ class PostgresRouterBehaviourIT {
             var next = TestEvent.of("Order", "o-2", 1);
             db.insert(c, next);
             c.commit();
-            try (var router = RouterProcess.start(config, port, log).awaitReady(Duration.ofSeconds(90))) {
-                assertThat(router.awaitExit(Duration.ofSeconds(60))).as("the change record still has the null id").isEqualTo(1);
+            // It stops on the same row at once, perhaps before it ever reports ready: wait for the exit alone.
+            try (var router = RouterProcess.start(config, port, log)) {
+                assertThat(router.awaitExit(Duration.ofSeconds(90))).as("the change record still has the null id").isEqualTo(1);
             }
             assertThat(kafka.settle(Duration.ofMillis(500))).as("nothing published past the failed row").isEmpty();
         }
