@@ -39,6 +39,11 @@ import org.slf4j.LoggerFactory;
 public final class KafkaPublisher implements EventSink {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaPublisher.class);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * The longest wait between two attempts of a failed send: a Kafka that is back is tried again within it. Each
+     * attempt itself waits out the producer's delivery timeout, so a short cap costs no load on a Kafka still down.
+     */
+    static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
     /** More than Kafka's record and batch overhead, so that a record this check passes is not refused by the producer. */
     private static final int RECORD_OVERHEAD_BYTES = 128;
 
@@ -58,7 +63,7 @@ public final class KafkaPublisher implements EventSink {
 
     /** @param streams how many streams of the router share this process's heap (a sharded router's): each producer takes its share */
     public KafkaPublisher(KafkaConfig kafka, String clientId, int streams, Duration initialBackoff, RouterListener listener) {
-        this(ProducerSettings.atLeastOnce(kafka, clientId, streams), new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()),
+        this(ProducerSettings.atLeastOnce(kafka, clientId, streams), new Retry(initialBackoff, MAX_BACKOFF, kafka.giveUpAfter()),
                 listener);
     }
 

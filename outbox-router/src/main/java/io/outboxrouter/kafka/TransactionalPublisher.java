@@ -89,7 +89,7 @@ public final class TransactionalPublisher implements EventSink {
                                             Duration initialBackoff, RouterListener listener) {
         var producerConfig = ProducerSettings.transactional(kafka, streamName, transactionalId, streams);
         return new TransactionalPublisher(streamName, transactionalId, kafka.offsetsTopic(), () -> new KafkaProducer<>(producerConfig),
-                new Retry(initialBackoff, Duration.ofSeconds(30), kafka.giveUpAfter()), listener, TopicProbe.of(producerConfig),
+                new Retry(initialBackoff, KafkaPublisher.MAX_BACKOFF, kafka.giveUpAfter()), listener, TopicProbe.of(producerConfig),
                 ProducerSettings.maxRequestBytes(producerConfig), streams);
     }
 

@@ -131,6 +131,18 @@ final class KafkaEvents implements AutoCloseable {
         return received.stream().map(r -> r.header("id")).filter(id -> id == null || !expected.contains(UUID.fromString(id))).toList();
     }
 
+    /** Records in a topic, summed over its partitions (0 while it does not exist). */
+    static long records(org.apache.kafka.clients.admin.Admin admin, String topic) throws Exception {
+        var names = admin.listTopics().names().get();
+        if (!names.contains(topic)) {
+            return 0;
+        }
+        var latest = new java.util.HashMap<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec>();
+        admin.describeTopics(java.util.List.of(topic)).allTopicNames().get().get(topic).partitions().forEach(p ->
+                latest.put(new org.apache.kafka.common.TopicPartition(topic, p.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest()));
+        return admin.listOffsets(latest).all().get().values().stream().mapToLong(o -> o.offset()).sum();
+    }
+
     @Override
     public void close() {
         consumer.close(Duration.ofSeconds(5));

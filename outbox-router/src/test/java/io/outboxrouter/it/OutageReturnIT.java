@@ -37,11 +37,11 @@ class OutageReturnIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"at-least-once", "exactly-once"})
-    void aPostgresStoppedAndStartedAgainIsFollowedWithinSeconds(String delivery) throws Exception {
+    @ValueSource(strings = {"at-least-once", "exactly-once", "at-least-once, 2 shards"})
+    void aPostgresStoppedAndStartedAgainIsFollowedWithinSeconds(String mode) throws Exception {
         try (var server = PostgresServer.start()) {
             var db = new PostgresOutbox(server, OutboxContract.unique("outage"));
-            outage(delivery, new Source("postgres", db, server.jdbcUrl(db.database()), PostgresServer.USER, PostgresServer.PASSWORD,
+            outage(mode, new Source("postgres", db, server.jdbcUrl(db.database()), PostgresServer.USER, PostgresServer.PASSWORD,
                     "INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?::uuid, ?, ?, ?, ?::jsonb)",
                     "SELECT 1 FROM public.outbox WHERE id = ?::uuid", () -> server.shutDownFast(Duration.ofSeconds(90)), server::restart));
         }
@@ -62,14 +62,18 @@ class OutageReturnIT {
         }
     }
 
-    private void outage(String delivery, Source source) throws Exception {
-        String label = source.kind() + ", " + delivery;
+    /** {@code mode}: the delivery, and {@code ", N shards"} to split the Postgres outbox over N slots. */
+    private void outage(String mode, Source source) throws Exception {
+        String label = source.kind() + ", " + mode;
+        String delivery = mode.split(",")[0];
         var db = source.db();
+        String sourceYaml = mode.endsWith(" shards")
+                ? db.sourceYaml() + "  postgres: { shards: " + mode.replaceAll(".*, (\\d+) shards", "$1") + " }\n" : db.sourceYaml();
         {
             String topics = OutboxContract.unique("outage");
             int port = OutboxContract.freePort();
             var config = RouterConfigLoader.parse("name: " + OutboxContract.unique("outage-router").replace('_', '-') + "\n"
-                    + db.sourceYaml() + """
+                    + sourceYaml + """
                     delivery: %s
                     routing: { topic: "%s.${aggregatetype}" }
                     kafka: { bootstrap-servers: "%s" }
@@ -227,6 +231,50 @@ class OutageReturnIT {
                 try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
                     kafka.awaitIds(written, Duration.ofSeconds(60));
                 }
+            }
+        }
+    }
+
+    /**
+     * A SIGTERM while one large transaction is being published (a deploy during a bulk import): the process exits
+     * within a Kubernetes grace period without storing a position inside the transaction, and the next process
+     * publishes all of it again.
+     */
+    @org.junit.jupiter.api.Test
+    void aSigtermMidTransactionExitsWithinAGracePeriodAndTheNextRunPublishesItWhole(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        var db = new PostgresOutbox(io.outboxrouter.testing.TestServers.postgres(), OutboxContract.unique("sigtermtx"));
+        String topics = OutboxContract.unique("sigtermtx");
+        int port = OutboxContract.freePort();
+        var file = java.nio.file.Files.writeString(dir.resolve("router.yml"), OutboxContract.configYaml(db,
+                OutboxContract.unique("sigtermtx-router").replace('_', '-'), topics, port));
+        int rows = 200_000;
+        var ids = new HashSet<UUID>();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
+             var admin = org.apache.kafka.clients.admin.Admin.create(Map.<String, Object>of("bootstrap.servers", OutboxContract.kafka()))) {
+            try (var router = RouterProcess.start(file, port, dir.resolve("first.log")).awaitReady(Duration.ofSeconds(90));
+                 var c = db.connect(); var st = c.createStatement()) {
+                st.execute("INSERT INTO public.outbox (id, aggregatetype, aggregateid, type, payload) SELECT gen_random_uuid(), 'Order', "
+                        + "'o-' || (g % 100), 'OrderPlaced', jsonb_build_object('n', g) FROM generate_series(1, " + rows + ") g");
+                try (var r = st.executeQuery("SELECT id FROM public.outbox")) {
+                    while (r.next()) {
+                        ids.add(r.getObject(1, UUID.class));
+                    }
+                }
+                c.commit();
+                Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                        .until(() -> KafkaEvents.records(admin, topics + ".Order") > 0);
+                long signalled = System.nanoTime();
+                int exit = router.stop(Duration.ofSeconds(60));
+                long exited = System.nanoTime();
+                long published = KafkaEvents.records(admin, topics + ".Order");
+                System.out.printf("sigterm: the router exited %d ms after SIGTERM, mid-transaction with %d of %d rows in Kafka (exit %d)%n",
+                        ms(exited - signalled), published, rows, exit);
+                assertThat(published).as("the SIGTERM came while the transaction was being published").isLessThan(rows);
+                assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+            }
+            try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
+                kafka.awaitIds(ids, Duration.ofSeconds(180));
             }
         }
     }
