@@ -207,6 +207,13 @@ public final class Benchmark {
 
     /** Single-row transactions at 100, 1,000 and 5,000 events/s; each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
     private void latency(BenchDb db) throws Exception {
+        // What Debezium's queue alone costs while idle, in this JVM, for the router's default poll interval and longer ones.
+        var queue = QueueIdleProbe.measure(List.of(10, 25, 50, 100), Duration.ofSeconds(quick ? 3 : 5));
+        var probe = new StringBuilder();
+        queue.forEach((interval, percent) -> probe.append(probe.isEmpty() ? "" : ", ").append(interval).append(" ms: ")
+                .append(Results.fmt1(percent)).append('%'));
+        results.notes.add("Debezium's change event queue polled empty by one thread, by poll interval (the router's idle floor at each "
+                + "`source.poll-interval`): " + probe + " of a core.");
         var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
         if (wanted(router)) {
             db.reset();

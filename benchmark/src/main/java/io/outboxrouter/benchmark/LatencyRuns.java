@@ -34,7 +34,14 @@ final class LatencyRuns {
         results.idleCpuPercent.put(c.name(), percent);
     }
 
-    /** Single-row transactions at 100, 1,000 and 5,000 events/s after a warm-up: latency percentiles and CPU. */
+    /**
+     * The ladder of fixed rates every contender is measured at, single-row commits each: {@code BENCH_RATES} (a comma
+     * list) or 100, 1,000, 2,000, 3,000, 5,000 and 8,000 a second.
+     */
+    static final int[] RATES = java.util.Arrays.stream(System.getenv().getOrDefault("BENCH_RATES", "100,1000,2000,3000,5000,8000")
+            .split(",")).map(String::trim).filter(r -> !r.isEmpty()).mapToInt(Integer::parseInt).toArray();
+
+    /** Single-row transactions at each rate of the ladder after a warm-up: latency percentiles and CPU. */
     void measure(BenchDb db, Contender c) throws Exception {
         // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
         Load.fixedRate(db, 1000, Duration.ofSeconds(2));
@@ -42,7 +49,7 @@ final class LatencyRuns {
         c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
         // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
         // which higher rates do not show.
-        for (int rate : new int[] {100, 1000, 5000}) {
+        for (int rate : RATES) {
             var stats = c.stats();
             double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
             var wal0 = db.walStats();

@@ -48,7 +48,7 @@ final class StatusReport implements AutoCloseable {
     }
 
     /** How long a request waits for the offsets table before it answers with what was read last. */
-    private static final Duration READ_WAIT = Duration.ofMillis(200);
+    private static final Duration READ_WAIT = Duration.ofMillis(100);
     /** Reads the offsets table off the request's thread: one read at a time, whatever the number of requests. */
     private final java.util.concurrent.ExecutorService reader;
     private java.util.concurrent.CompletableFuture<Map<String, String>> reading;
