@@ -103,7 +103,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
             return; // nothing is marked processed: read again on the next start
         }
         progress.batchesStarted().incrementAndGet();
-        progress.lastStartedNanos().set(System.nanoTime());
+        progress.lastActiveNanos().set(System.nanoTime());
         MDC.put("router", routerName); // what the handler logs belongs to this router (its status page lists it)
         var events = new ArrayList<ChangeEvent>(records.size());
         var eventRecords = new ArrayList<Integer>(records.size()); // the record index of each event
@@ -167,6 +167,7 @@ final class BatchConsumer implements DebeziumEngine.ChangeConsumer<RecordChangeE
         if (pendingDrain != null) {
             pendingDrain.batchStored(marker, safe != null && storedInBatch ? safe.index() : -1);
         }
+        progress.lastActiveNanos().set(System.nanoTime()); // a long batch counts from its end
         progress.batchesFinished().incrementAndGet();
     }
 

@@ -71,7 +71,9 @@ public final class CdcEngine implements AutoCloseable {
         this.consumer = new BatchConsumer(name, handler, boundaries, new ChangeRecords(source::position),
                 config.offsets().commitInterval(), this::offsetStore);
         var properties = properties(config, source, fence);
-        this.quietAtMostNanos = quietAtMost(properties.getProperty("heartbeat.interval.ms"));
+        // Only Postgres's connector beats while nothing is committed; the binlog connector beats only when events come.
+        this.quietAtMostNanos = source instanceof PostgresSource
+                ? quietAtMost(properties.getProperty("heartbeat.interval.ms"), properties.getProperty("poll.interval.ms")) : 0;
         this.engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(properties)
                 .using((sinceLastCommit, timeSinceLastCommit) -> consumer.storeDue())
@@ -122,6 +124,14 @@ public final class CdcEngine implements AutoCloseable {
 
     /** On the engine's thread: waits until the stream is free to read (unless stopped meanwhile), then runs the connector. */
     private void run() {
+        try {
+            runConnector();
+        } finally {
+            JdbcOffsetBackingStore.forget(instance); // an abort before the store started leaves nothing behind
+        }
+    }
+
+    private void runConnector() {
         try {
             source.awaitStreamFree(name, () -> consumer.stopping);
         } catch (InterruptedException e) {
@@ -181,19 +191,30 @@ public final class CdcEngine implements AutoCloseable {
         if (!connected || quietAtMostNanos == 0 || !consumer.progress.idle()) {
             return connected;
         }
-        long last = consumer.progress.lastStartedNanos().get();
+        long last = consumer.progress.lastActiveNanos().get();
         return last != 0 && System.nanoTime() - last < quietAtMostNanos;
     }
 
-    /** Eight beats, at least two seconds, for a heartbeat of a second or less; 0 otherwise. */
-    static long quietAtMost(String heartbeatMillis) {
-        long every;
+    /**
+     * For a heartbeat of a second or less: eight beats, at least two seconds, and more than the two poll intervals a
+     * heartbeat may wait (the log reader sleeps one while the log is quiet, and the queue holds a batch up to one);
+     * 0 otherwise.
+     */
+    static long quietAtMost(String heartbeatMillis, String pollIntervalMillis) {
+        long every = millis(heartbeatMillis);
+        if (every <= 0 || every > 1_000) {
+            return 0;
+        }
+        long poll = Math.max(0, millis(pollIntervalMillis));
+        return TimeUnit.MILLISECONDS.toNanos(Math.max(Math.max(2_000, every * 8), 2 * poll + every + 1_000));
+    }
+
+    private static long millis(String value) {
         try {
-            every = heartbeatMillis == null ? 0 : Long.parseLong(heartbeatMillis.trim());
+            return value == null ? 0 : Long.parseLong(value.trim());
         } catch (NumberFormatException e) {
             return 0;
         }
-        return every <= 0 || every > 1_000 ? 0 : TimeUnit.MILLISECONDS.toNanos(Math.max(2_000, every * 8));
     }
 
     /**

@@ -84,8 +84,10 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         table.createIfMissing();
         stored = Map.copyOf(table.read(settings.routerName()));
         LOG.info("Offsets of router {} are kept in table {} ({} stored entries)", settings.routerName(), settings.table(), stored.size());
-        RUNNING.put(instance, this);
-        abandoned = ABANDONED.remove(instance); // aborted while it started
+        synchronized (ABANDONED) { // against an abandon between the two lines
+            RUNNING.put(instance, this);
+            abandoned = ABANDONED.remove(instance); // aborted while it started
+        }
     }
 
     @Override
@@ -134,10 +136,13 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
      * stored is read again by whoever streams next.
      */
     public static void abandon(String instance) {
-        var store = RUNNING.get(instance);
-        if (store == null) {
-            ABANDONED.add(instance); // not started yet: it starts abandoned
-            return;
+        JdbcOffsetBackingStore store;
+        synchronized (ABANDONED) {
+            store = RUNNING.get(instance);
+            if (store == null) {
+                ABANDONED.add(instance); // not started yet: it starts abandoned (forget drops it if it never does)
+                return;
+            }
         }
         store.abandoned = true;
         if (store.executor != null) {
@@ -146,6 +151,13 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
         for (var write : store.pending) {
             write.completeExceptionally(new OffsetStoreException("the offsets of router " + store.settings.routerName()
                     + " are not stored: its engine is being stopped after losing its lock or its database", null));
+        }
+    }
+
+    /** Drops what is kept for an engine that has ended, whether or not its store ever started. */
+    public static void forget(String instance) {
+        synchronized (ABANDONED) {
+            ABANDONED.remove(instance);
         }
     }
 

@@ -55,6 +55,8 @@ final class StatusReport implements AutoCloseable {
     private Map<String, String> lastRead = Map.of();
     private Instant lastReadAt;
     private Instant readingSince;
+    /** Why the last finished read failed, while no read has succeeded since. */
+    private String lastError;
 
     RouterStatus read(RouterState state) {
         java.util.concurrent.CompletableFuture<Map<String, String>> read;
@@ -65,10 +67,13 @@ final class StatusReport implements AutoCloseable {
                 // The read keeps what it found, also when it finishes after the request that began it has answered.
                 reading = java.util.concurrent.CompletableFuture.supplyAsync(() -> offsets.read(config.name()), reader)
                         .whenComplete((found, error) -> {
-                            if (found != null) {
-                                synchronized (this) {
+                            synchronized (this) {
+                                if (found != null) {
                                     lastRead = found;
                                     lastReadAt = Instant.now();
+                                    lastError = null;
+                                } else if (error != null) {
+                                    lastError = (error.getCause() == null ? error : error.getCause()).getMessage();
                                 }
                             }
                         });
@@ -85,7 +90,8 @@ final class StatusReport implements AutoCloseable {
             synchronized (this) {
                 stored = lastRead;
                 offsetsError = (e instanceof java.util.concurrent.TimeoutException ? "reading " + config.offsets().table()
-                        + " takes long (under way since " + readingSince + ")" : "cannot read " + config.offsets().table() + ": "
+                        + " takes long (under way since " + readingSince + ")" + (lastError == null ? "" : "; the last read failed: "
+                        + lastError) : "cannot read " + config.offsets().table() + ": "
                         + (e.getCause() == null ? e.getMessage() : e.getCause().getMessage()))
                         + (lastReadAt == null ? "" : "; the positions shown were read at " + lastReadAt);
             }

@@ -179,6 +179,7 @@ class OutageReturnIT {
                     System.out.printf("sigterm: the router exited %d ms after SIGTERM, with its database down (exit %d)%n",
                             ms(exited - signalled), exit);
                     assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+                    assertThat(exit).as("exit code after SIGTERM").isZero();
                 }
                 server.restart();
                 try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
@@ -226,6 +227,7 @@ class OutageReturnIT {
                     System.out.printf("sigterm: the router exited %d ms after SIGTERM, with Kafka down (exit %d)%n",
                             ms(exited - signalled), exit);
                     assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+                    assertThat(exit).as("exit code after SIGTERM").isZero();
                 }
                 broker.restart();
                 try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
@@ -250,6 +252,7 @@ class OutageReturnIT {
                 OutboxContract.unique("sigtermtx-router").replace('_', '-'), topics, port));
         int rows = 200_000;
         var ids = new HashSet<UUID>();
+        long[] publishedBefore = new long[1];
         try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*");
              var admin = org.apache.kafka.clients.admin.Admin.create(Map.<String, Object>of("bootstrap.servers", OutboxContract.kafka()))) {
             try (var router = RouterProcess.start(file, port, dir.resolve("first.log")).awaitReady(Duration.ofSeconds(90));
@@ -268,13 +271,18 @@ class OutageReturnIT {
                 int exit = router.stop(Duration.ofSeconds(60));
                 long exited = System.nanoTime();
                 long published = KafkaEvents.records(admin, topics + ".Order");
+                publishedBefore[0] = published;
                 System.out.printf("sigterm: the router exited %d ms after SIGTERM, mid-transaction with %d of %d rows in Kafka (exit %d)%n",
                         ms(exited - signalled), published, rows, exit);
                 assertThat(published).as("the SIGTERM came while the transaction was being published").isLessThan(rows);
                 assertThat(Duration.ofNanos(exited - signalled)).as("exit after SIGTERM").isLessThan(Duration.ofSeconds(25));
+                assertThat(exit).as("exit code after SIGTERM").isZero();
             }
             try (var router = RouterProcess.start(file, port, dir.resolve("second.log")).awaitReady(Duration.ofSeconds(90))) {
                 kafka.awaitIds(ids, Duration.ofSeconds(180));
+                // Read again whole, from the transaction's start: no position inside it was stored.
+                Awaitility.await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(KafkaEvents.records(admin, topics + ".Order"))
+                        .as("records after the second run").isGreaterThanOrEqualTo(publishedBefore[0] + rows));
             }
         }
     }

@@ -414,6 +414,8 @@ class PostgresRouterBehaviourIT {
             try (var router = RouterProcess.start(config, port, log)) {
                 assertThat(router.awaitExit(Duration.ofSeconds(90))).as("the change record still has the null id").isEqualTo(1);
             }
+            assertThat(Files.readString(log).lines().filter(l -> l.startsWith("outbox-router: stopped on an error: row at lsn:")
+                    && l.contains("aggregate id (column aggregateid) is null")).count()).as("both starts stopped on the same row").isEqualTo(2);
             assertThat(kafka.settle(Duration.ofMillis(500))).as("nothing published past the failed row").isEmpty();
         }
     }
