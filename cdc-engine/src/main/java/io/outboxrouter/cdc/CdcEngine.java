@@ -60,6 +60,8 @@ public final class CdcEngine implements AutoCloseable {
      * connector's own connected flag alone says (its heartbeat is too rare to tell a stalled stream quickly).
      */
     private final long quietAtMostNanos;
+    /** This run's streaming metrics bean, once the connector registered it. */
+    private volatile ObjectName streamingBean;
     /** Set (under this engine's lock) once the connector runs; until then a stop only interrupts the wait before it. */
     private boolean running;
 
@@ -182,10 +184,15 @@ public final class CdcEngine implements AutoCloseable {
             return false;
         }
         boolean connected;
+        var bean = streamingBean;
+        if (bean == null) {
+            bean = SourceConnector.registered(streamingMetrics); // found once: a run's bean keeps its name
+            streamingBean = bean;
+        }
         try {
-            var bean = SourceConnector.registered(streamingMetrics);
             connected = bean != null && Boolean.TRUE.equals(ManagementFactory.getPlatformMBeanServer().getAttribute(bean, "Connected"));
         } catch (JMException e) {
+            streamingBean = null;
             return false; // unregistered meanwhile
         }
         if (!connected || quietAtMostNanos == 0 || !consumer.progress.idle()) {

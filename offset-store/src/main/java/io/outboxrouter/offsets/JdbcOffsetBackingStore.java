@@ -55,7 +55,7 @@ public final class JdbcOffsetBackingStore implements OffsetBackingStore {
     private volatile boolean abandoned;
     /** The stores of the running engines, by instance, for {@link #abandon}. */
     private static final Map<String, JdbcOffsetBackingStore> RUNNING = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Engines aborted before their store started (one id per abort, kept until that store starts). */
+    /** Engines aborted before their store started, kept until that store starts or its engine ends ({@link #forget}). */
     private static final Set<String> ABANDONED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Writes not finished yet: an abandon fails them, queued ones included (a shut executor never runs those). */
     private final Set<CompletableFuture<Void>> pending = java.util.concurrent.ConcurrentHashMap.newKeySet();
