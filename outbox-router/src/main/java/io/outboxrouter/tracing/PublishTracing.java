@@ -11,6 +11,7 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.context.propagation.TextMapSetter;
 import io.opentelemetry.sdk.autoconfigure.AutoConfiguredOpenTelemetrySdk;
+import io.outboxrouter.config.ConfigException;
 import io.outboxrouter.config.RouterConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -25,7 +26,7 @@ import org.apache.kafka.common.header.Headers;
  * {@code send <topic>}, child of the writer's trace when the record carries its {@code traceparent} (from an outbox
  * column, through {@code outbox.headers}), ended when Kafka acknowledges the record. The record then carries the span's
  * own {@code traceparent}, so a consumer's trace continues from the publish. Exported as the standard {@code OTEL_*}
- * settings say (OTLP by default), unless OpenTelemetry was set up already (an agent), whose SDK is then used.
+ * settings say (OTLP over HTTP by default), unless OpenTelemetry was set up already (an agent), whose SDK is then used.
  */
 public final class PublishTracing {
     /** No spans. */
@@ -79,13 +80,52 @@ public final class PublishTracing {
                 sdk = GlobalOpenTelemetry.get();
             } else {
                 // Flushed by the SDK's own shutdown hook.
-                sdk = AutoConfiguredOpenTelemetrySdk.builder()
-                        .addPropertiesSupplier(() -> Map.of("otel.service.name", "outbox-router", "otel.metrics.exporter", "none",
-                                "otel.logs.exporter", "none"))
-                        .build().getOpenTelemetrySdk();
+                sdk = autoConfigured(Map.of());
             }
         }
         return sdk;
+    }
+
+    /**
+     * The SDK as the {@code OTEL_*} settings say, over the router's defaults: OTLP over HTTP (the SDK's own default is
+     * gRPC, whose sender this jar leaves out), service name {@code outbox-router}, no metrics or logs exported. A setting
+     * that asks for gRPC is refused with its name. {@code overrides} stand for settings a user made (tests).
+     */
+    static OpenTelemetry autoConfigured(Map<String, String> overrides) {
+        var builder = AutoConfiguredOpenTelemetrySdk.builder()
+                .addPropertiesSupplier(() -> Map.of("otel.service.name", "outbox-router", "otel.metrics.exporter", "none",
+                        "otel.logs.exporter", "none", "otel.exporter.otlp.protocol", "http/protobuf"));
+        if (!overrides.isEmpty()) {
+            builder.addPropertiesSupplier(() -> overrides);
+        }
+        var grpc = new String[1];
+        builder.addPropertiesCustomizer(config -> {
+            for (String key : List.of("otel.exporter.otlp.traces.protocol", "otel.exporter.otlp.protocol")) {
+                String value = config.getString(key);
+                if (value != null) {
+                    if (value.trim().equalsIgnoreCase("grpc")) {
+                        grpc[0] = key;
+                    }
+                    break; // the traces setting wins over the general one
+                }
+            }
+            return Map.of();
+        });
+        try {
+            return builder.build().getOpenTelemetrySdk();
+        } catch (RuntimeException e) {
+            if (grpc[0] != null) {
+                throw new ConfigException(List.of("tracing.enabled: " + grpc[0] + " (" + envName(grpc[0]) + ") is grpc, and this jar "
+                        + "exports OTLP over HTTP only: set it to http/protobuf, or leave it unset, and point OTEL_EXPORTER_OTLP_ENDPOINT "
+                        + "at the collector's HTTP port (4318 by default)"));
+            }
+            throw new ConfigException(List.of("tracing.enabled: OpenTelemetry could not be set up from the OTEL_* settings: "
+                    + e.getMessage()));
+        }
+    }
+
+    private static String envName(String property) {
+        return property.toUpperCase(java.util.Locale.ROOT).replace('.', '_');
     }
 
     public boolean enabled() {
