@@ -14,6 +14,8 @@ final class Arrivals {
     private final AtomicLong firstProducedMillis = new AtomicLong(Long.MAX_VALUE);
     private final AtomicLong lastProducedMillis = new AtomicLong();
     final Map<String, Long> byId = new ConcurrentHashMap<>();
+    /** Per event id, the timestamp its producer gave the Kafka record (when the contender called send), when known. */
+    final Map<String, Long> producedById = new ConcurrentHashMap<>();
     /** Records the topics hold while their reading waits for the drain to end ({@link Contender#readBackAfter}). */
     private volatile long written;
 
@@ -28,6 +30,9 @@ final class Arrivals {
             return; // a duplicate counts once
         }
         if (producedMillis > 0) {
+            if (id != null) {
+                producedById.put(id, producedMillis);
+            }
             firstProducedMillis.accumulateAndGet(producedMillis, Math::min);
             lastProducedMillis.accumulateAndGet(producedMillis, Math::max);
         }

@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One command: embedded Postgres, MariaDB and Kafka as the tests start them; a backlog drained by each contender
- * (raw slot reader, bare Debezium engine, outbox-router, Debezium Server); single-row transactions at fixed rates
- * for latency (outbox-router, Debezium Server, polling relays); start and restart times. Prints a Markdown table and
+ * (raw slot reader, bare Debezium engine, outbox-router, Debezium Server); a ladder of fixed rates, single-row and
+ * 100-row transactions, for latency (raw slot reader, outbox-router, Debezium Server, polling relays); start and restart
+ * times. Prints a Markdown table and
  * writes results.md and results.png under {@code bench.out}.
  *
  * <p>{@code -Dbench.profile=quick} for a short run; {@code -Dbench.only=} a comma list of {@code throughput},
@@ -205,7 +206,7 @@ public final class Benchmark {
                 c.arrivals().rate(), c.arrivals().rateSince(startedMicros), cpu, rss, machine));
     }
 
-    /** Single-row transactions at 100, 1,000 and 5,000 events/s; each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
+    /** The rate ladder ({@link LatencyRuns}); each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
     private void latency(BenchDb db) throws Exception {
         // What Debezium's queue alone costs while idle, in this JVM, for the router's default poll interval and longer ones.
         var queue = QueueIdleProbe.measure(List.of(10, 25, 50, 100), Duration.ofSeconds(quick ? 3 : 5));
@@ -214,6 +215,17 @@ public final class Benchmark {
                 .append(Results.fmt1(percent)).append('%'));
         results.notes.add("Debezium's change event queue polled empty by one thread, by poll interval (the router's idle floor at each "
                 + "`source.poll-interval`): " + probe + " of a core.");
+        // The limit: a plain replication client timing each INSERT it receives.
+        var raw = new RawSlotReader(db, "raw_latency", true);
+        if (wanted(raw)) {
+            db.reset();
+            db.createSlot(raw.slot());
+            try (raw) {
+                raw.start();
+                latencies.measure(db, raw);
+            }
+            db.dropSlot(raw.slot());
+        }
         var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
         if (wanted(router)) {
             db.reset();

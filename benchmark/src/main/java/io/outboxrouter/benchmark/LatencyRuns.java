@@ -41,7 +41,17 @@ final class LatencyRuns {
     static final int[] RATES = java.util.Arrays.stream(System.getenv().getOrDefault("BENCH_RATES", "100,1000,2000,3000,5000,8000")
             .split(",")).map(String::trim).filter(r -> !r.isEmpty()).mapToInt(Integer::parseInt).toArray();
 
-    /** Single-row transactions at each rate of the ladder after a warm-up: latency percentiles and CPU. */
+    /**
+     * The ladder of 100-row transactions, in events a second: {@code BENCH_RATES_100} (a comma list; empty: none) or
+     * 5,000, 10,000 and 20,000 (50 to 200 transactions a second).
+     */
+    static final int[] RATES_100 = java.util.Arrays.stream(System.getenv().getOrDefault("BENCH_RATES_100", "5000,10000,20000")
+            .split(",")).map(String::trim).filter(r -> !r.isEmpty()).mapToInt(Integer::parseInt).toArray();
+
+    /**
+     * Single-row transactions at each rate of the ladder after a warm-up, then 100-row transactions at each of
+     * {@link #RATES_100}: latency percentiles, where the time went, and CPU.
+     */
     void measure(BenchDb db, Contender c) throws Exception {
         // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
         Load.fixedRate(db, 1000, Duration.ofSeconds(2));
@@ -50,25 +60,35 @@ final class LatencyRuns {
         // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
         // which higher rates do not show.
         for (int rate : RATES) {
-            var stats = c.stats();
-            double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
-            var wal0 = db.walStats();
-            long t0 = System.nanoTime();
-            var written = Load.fixedRate(db, rate, window);
-            if (wal0 != null) {
-                Benchmark.LOG.info("{} at {}/s: {}", c.name(), rate, db.walStats().since(wal0, written.events()));
-            }
-            c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
-            waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
-            double wall = (System.nanoTime() - t0) / 1e9;
-            double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
-            double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
-            Benchmark.LOG.info("{} at {}/s (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing", c.name(), rate,
-                    Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5]);
-            results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), rate, written.perSecond(),
-                    (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu));
-            dumpLatencies(c.name() + "-" + rate, written.commitMicros(), c.arrivals().byId);
+            rung(db, c, 1, rate);
         }
+        for (int rate : db.postgres ? RATES_100 : new int[0]) {
+            rung(db, c, 100, rate);
+        }
+    }
+
+    private void rung(BenchDb db, Contender c, int txnSize, int rate) throws Exception {
+        var stats = c.stats();
+        double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+        var wal0 = db.walStats();
+        long t0 = System.nanoTime();
+        var written = Load.fixedRate(db, rate, window, txnSize);
+        String rung = rate + "/s" + (txnSize > 1 ? " in " + txnSize + "-row transactions" : "");
+        if (wal0 != null) {
+            Benchmark.LOG.info("{} at {}: {}", c.name(), rung, db.walStats().since(wal0, written.events()));
+        }
+        c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(2), Duration.ofSeconds(2)); // let the tail arrive
+        waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
+        double wall = (System.nanoTime() - t0) / 1e9;
+        double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
+        double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
+        double[] split = Results.split(written.commitMicros(), c.arrivals().producedById, c.arrivals().byId, Duration.ofSeconds(1));
+        Benchmark.LOG.info("{} at {} (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing; COMMIT to send p50 {} p99 {}, "
+                + "send to read p50 {} p99 {}", c.name(), rung, Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5],
+                split[0], split[1], split[2], split[3]);
+        results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), txnSize, rate, written.perSecond(),
+                (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu, split[0], split[1], split[2], split[3]));
+        dumpLatencies(c.name() + "-" + rate + (txnSize > 1 ? "x" + txnSize : ""), written.commitMicros(), c.arrivals().byId);
     }
 
     /**

@@ -78,32 +78,54 @@ final class Load {
      * ones before it; a writer that falls behind writes at once.
      */
     static Written fixedRate(BenchDb db, int perSecond, Duration duration) throws Exception {
+        return fixedRate(db, perSecond, duration, 1);
+    }
+
+    /**
+     * {@code perSecond} events in transactions of {@code txnSize} rows, open loop: transaction i is due at start +
+     * i * txnSize / rate; its events' commit time is when its COMMIT returned.
+     */
+    static Written fixedRate(BenchDb db, int perSecond, Duration duration, int txnSize) throws Exception {
         var commits = new ConcurrentHashMap<String, Long>();
-        long total = perSecond * duration.toSeconds();
-        long periodNanos = 1_000_000_000L / perSecond;
+        long txns = perSecond * duration.toSeconds() / txnSize;
+        long periodNanos = 1_000_000_000L * txnSize / perSecond;
         var next = new AtomicLong();
         long start = System.nanoTime();
         run(WRITERS, () -> {
             try (var c = db.connect(); var ps = c.prepareStatement(db.insertSql())) {
-                for (long i = next.getAndIncrement(); i < total; i = next.getAndIncrement()) {
-                    long due = start + i * periodNanos;
+                var ids = new ArrayList<String>(txnSize);
+                for (long t = next.getAndIncrement(); t < txns; t = next.getAndIncrement()) {
+                    long due = start + t * periodNanos;
                     long wait = due - System.nanoTime();
                     if (wait > 0) {
                         LockSupport.parkNanos(wait);
                     }
-                    String id = UUID.randomUUID().toString();
-                    String agg = "o-" + (i % 1000);
-                    ps.setString(1, id);
-                    ps.setString(2, agg);
-                    ps.setString(3, payload(id, agg, i));
-                    ps.executeUpdate();
+                    ids.clear();
+                    for (int k = 0; k < txnSize; k++) {
+                        long i = t * txnSize + k;
+                        String id = UUID.randomUUID().toString();
+                        String agg = "o-" + (i % 1000);
+                        ps.setString(1, id);
+                        ps.setString(2, agg);
+                        ps.setString(3, payload(id, agg, i));
+                        if (txnSize == 1) {
+                            ps.executeUpdate();
+                        } else {
+                            ps.addBatch();
+                        }
+                        ids.add(id);
+                    }
+                    if (txnSize > 1) {
+                        ps.executeBatch();
+                    }
                     c.commit();
-                    commits.put(id, epochMicros());
+                    long at = epochMicros();
+                    ids.forEach(id -> commits.put(id, at));
                 }
             }
             return null;
         });
-        return new Written(commits, total, Duration.ofNanos(System.nanoTime() - start));
+        return new Written(commits, txns * txnSize, Duration.ofNanos(System.nanoTime() - start));
     }
 
     @FunctionalInterface

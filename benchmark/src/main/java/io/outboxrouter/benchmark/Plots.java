@@ -33,7 +33,7 @@ final class Plots {
             throughput.addSeries(size + "-row transactions", x, y);
         }
 
-        var latency = new CategoryChartBuilder().width(900).height(520).title("Commit to Kafka consumer, single-row transactions")
+        var latency = new CategoryChartBuilder().width(900).height(520).title("Commit to Kafka consumer")
                 .yAxisTitle("ms (log scale)").build();
         style(latency);
         latency.getStyler().setYAxisLogarithmic(true);
@@ -44,7 +44,7 @@ final class Plots {
         var p50 = new ArrayList<Double>();
         var p99 = new ArrayList<Double>();
         for (var l : r.latency) {
-            x.add(l.database() + ": " + l.contender() + " @ " + l.targetRate() + "/s");
+            x.add(l.database() + ": " + l.contender() + " @ " + l.targetRate() + "/s" + (l.rowsPerTxn() > 1 ? " in " + l.rowsPerTxn() + "-row txns" : ""));
             p50.add(Double.isNaN(l.p50()) ? 0.1 : Math.max(0.1, l.p50()));
             p99.add(Double.isNaN(l.p99()) ? 0.1 : Math.max(0.1, l.p99()));
         }

@@ -12,7 +12,8 @@ import org.postgresql.replication.PGReplicationStream;
 
 /**
  * The physical limit for one slot: a plain pgjdbc logical-replication client reading pgoutput and counting INSERT
- * messages, confirming its position at every COMMIT. No decoding of the rows, no Kafka.
+ * messages, confirming its position at every COMMIT. No decoding of the rows, no Kafka; live, it reads each INSERT's
+ * first column (the event id) to time it.
  */
 final class RawSlotReader implements Contender {
     static final String NAME = "raw pgjdbc slot reader";
@@ -24,10 +25,21 @@ final class RawSlotReader implements Contender {
     private PGReplicationStream stream;
     private Thread thread;
     private volatile boolean running = true;
+    /** Times each event by its id (the first column of the publication), for the latency ladder. */
+    private final boolean live;
 
     RawSlotReader(BenchDb db, String slot) {
+        this(db, slot, false);
+    }
+
+    RawSlotReader(BenchDb db, String slot, boolean live) {
         this.db = db;
         this.slot = slot;
+        this.live = live;
+    }
+
+    String slot() {
+        return slot;
     }
 
     @Override
@@ -64,7 +76,7 @@ final class RawSlotReader implements Contender {
                 }
                 byte type = msg.array()[msg.arrayOffset()];
                 if (type == 'I') {
-                    arrivals.arrived(null, Load.epochMicros());
+                    arrivals.arrived(live ? firstColumn(msg) : null, Load.epochMicros());
                 } else if (type == 'C') {
                     stream.setAppliedLSN(stream.getLastReceiveLSN());
                     stream.setFlushedLSN(stream.getLastReceiveLSN());
@@ -75,6 +87,21 @@ final class RawSlotReader implements Contender {
                 Benchmark.LOG.warn("raw slot reader stopped: {}", e.toString());
             }
         }
+    }
+
+    /**
+     * The first column of a pgoutput INSERT as text: 'I', the relation's OID, 'N', the column count, then per column
+     * its kind ('t' for text) and, for text, a length and the bytes.
+     */
+    private static String firstColumn(ByteBuffer msg) {
+        var b = msg.duplicate();
+        b.position(b.position() + 1 + 4 + 1 + 2);
+        if (b.get() != 't') {
+            return null;
+        }
+        byte[] value = new byte[b.getInt()];
+        b.get(value);
+        return new String(value, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     @Override

@@ -21,9 +21,15 @@ final class Results {
         }
     }
 
-    /** Commit-to-consumer latency of single-row transactions at one rate. */
-    record Latency(String database, String contender, int targetRate, double achievedRate, long events, long missing,
-                   double p50, double p90, double p99, double max, double cpuPercent) {
+    /**
+     * Commit-to-consumer latency at one rate of transactions of {@code rowsPerTxn} rows, and where it went: COMMIT to the
+     * contender's send (its producer's timestamp on the record: the log read, the decoding and the contender's own work) and
+     * send to the consumer's read (the producer's batching, the broker's append and ack, the consumer's fetch); NaN where
+     * the contender does not publish to Kafka.
+     */
+    record Latency(String database, String contender, int rowsPerTxn, int targetRate, double achievedRate, long events, long missing,
+                   double p50, double p90, double p99, double max, double cpuPercent, double toSendP50, double toSendP99,
+                   double sendToReadP50, double sendToReadP99) {
     }
 
     /** How long until streaming. */
@@ -59,6 +65,31 @@ final class Results {
             return new double[] {Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, missing};
         }
         return new double[] {pct(sorted, 50), pct(sorted, 90), pct(sorted, 99), sorted[sorted.length - 1] / 1000.0, sorted.length, missing};
+    }
+
+    /**
+     * Where the latency went, over the events {@link #percentiles} counts: {p50, p99} of COMMIT to the producer's record
+     * timestamp, then {p50, p99} of that timestamp to the read; NaN when no record carried its producer's timestamp.
+     */
+    static double[] split(Map<String, Long> written, Map<String, Long> produced, Map<String, Long> arrived, Duration warmup) {
+        long first = written.values().stream().mapToLong(Long::longValue).min().orElse(0);
+        long from = first + warmup.toNanos() / 1_000;
+        var toSend = new ArrayList<Long>(written.size());
+        var afterSend = new ArrayList<Long>(written.size());
+        for (var e : written.entrySet()) {
+            Long sent = produced.get(e.getKey());
+            Long at = arrived.get(e.getKey());
+            if (sent != null && at != null && e.getValue() >= from) {
+                toSend.add(sent * 1000 - e.getValue());
+                afterSend.add(at - sent * 1000);
+            }
+        }
+        if (toSend.isEmpty()) {
+            return new double[] {Double.NaN, Double.NaN, Double.NaN, Double.NaN};
+        }
+        long[] a = toSend.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] b = afterSend.stream().mapToLong(Long::longValue).sorted().toArray();
+        return new double[] {pct(a, 50), pct(a, 99), pct(b, 50), pct(b, 99)};
     }
 
     private static double pct(long[] sorted, double p) {
@@ -114,14 +145,22 @@ final class Results {
                     .append(" | ").append(ratio(t.eventsPerSecond(), bare)).append(" | ").append(fmt1(t.cpuPer100k())).append(" | ")
                     .append(fmt1(t.machineCpuPer100k())).append(" | ").append(fmt0(t.peakRssMiB())).append(" |\n");
         }
-        s.append("\n### Latency: single-row transactions at a fixed rate, COMMIT returned -> record read by a Kafka consumer (ms)\n\n")
-                .append("| database | contender | target/s | achieved/s | events | p50 | p90 | p99 | max | missing | CPU % |\n")
-                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.append("\n### Latency: transactions at a fixed rate of events, COMMIT returned -> record read by a Kafka consumer (ms)\n\n")
+                .append("The raw slot reader's figure is COMMIT returned -> INSERT received by a plain replication client: the limit for any "
+                        + "log reader. For those that publish, the time splits at the record's producer timestamp (when the contender "
+                        + "called send, millisecond precision): COMMIT -> send is the log read, the decoding and the contender's work; "
+                        + "send -> read is the producer's batching, the broker's append and ack, and the consumer's fetch.\n\n")
+                .append("| database | contender | rows per transaction | target events/s | achieved/s | events | p50 | p90 | p99 | max | missing | CPU % "
+                        + "| COMMIT -> send p50 / p99 | send -> read p50 / p99 |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
         for (var l : latency) {
-            s.append("| ").append(l.database()).append(" | ").append(l.contender()).append(" | ").append(l.targetRate()).append(" | ")
+            s.append("| ").append(l.database()).append(" | ").append(l.contender()).append(" | ").append(l.rowsPerTxn()).append(" | ")
+                    .append(l.targetRate()).append(" | ")
                     .append(fmt0(l.achievedRate())).append(" | ").append(l.events()).append(" | ").append(fmt1(l.p50())).append(" | ")
                     .append(fmt1(l.p90())).append(" | ").append(fmt1(l.p99())).append(" | ").append(fmt1(l.max())).append(" | ")
-                    .append(l.missing()).append(" | ").append(fmt0(l.cpuPercent())).append(" |\n");
+                    .append(l.missing()).append(" | ").append(fmt0(l.cpuPercent())).append(" | ")
+                    .append(Double.isNaN(l.toSendP50()) ? "" : fmt1(l.toSendP50()) + " / " + fmt1(l.toSendP99())).append(" | ")
+                    .append(Double.isNaN(l.sendToReadP50()) ? "" : fmt1(l.sendToReadP50()) + " / " + fmt1(l.sendToReadP99())).append(" |\n");
         }
         s.append(ladder());
         s.append("\n### Start to streaming\n\n| database | contender | start (s) | restart (s) |\n|---|---|---:|---:|\n");
@@ -150,8 +189,14 @@ final class Results {
      * written), every event arrived, and the p99 stayed at or under {@link #HELD_P99_MS}; 0 when not even the lowest did.
      */
     int highestHeld(String contender) {
+        return highestHeld(contender, 1);
+    }
+
+    /** As {@link #highestHeld(String)}, on the ladder of transactions of {@code rowsPerTxn} rows. */
+    int highestHeld(String contender, int rowsPerTxn) {
         int held = 0;
-        for (var l : latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(contender))
+        for (var l : latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(contender)
+                        && l.rowsPerTxn() == rowsPerTxn)
                 .sorted(java.util.Comparator.comparingInt(Latency::targetRate)).toList()) {
             if (l.achievedRate() < 0.95 * l.targetRate() || l.missing() > 0 || !(l.p99() <= HELD_P99_MS)) {
                 break;
@@ -163,17 +208,22 @@ final class Results {
 
     /** Per contender: the highest rate held, and the CPU it spends per 1,000 events at 1,000 a second. */
     private String ladder() {
-        var s = new StringBuilder("\n### Rate ladder: the highest rate of single-row commits held with p99 <= ")
+        var s = new StringBuilder("\n### Rate ladder: the highest rate of events held with p99 <= ")
                 .append(fmt0(HELD_P99_MS)).append(" ms (every lower rate held too)\n\n")
-                .append("| contender | highest rate held, events/s | p50 / p99 ms there | CPU ms per 1,000 events at 1,000/s |\n|---|---:|---|---:|\n");
+                .append("| contender | single-row commits: highest rate held, events/s | p50 / p99 ms there | CPU ms per 1,000 events at 1,000/s "
+                        + "| 100-row transactions: highest rate held, events/s | p50 / p99 ms there |\n|---|---:|---|---:|---:|---|\n");
         latency.stream().filter(l -> l.database().equals("Postgres")).map(Latency::contender).distinct().forEach(c -> {
             int held = highestHeld(c);
             var at = latency(c, held);
             var at1k = latency(c, 1000);
+            boolean hundreds = latency.stream().anyMatch(l -> l.contender().equals(c) && l.rowsPerTxn() == 100);
+            int held100 = highestHeld(c, 100);
+            var at100 = latency(c, 100, held100);
             s.append("| ").append(c).append(" | ").append(held == 0 ? "none" : String.format("%,d", held)).append(" | ")
                     .append(at == null ? "" : fmt1(at.p50()) + " / " + fmt1(at.p99())).append(" | ")
                     .append(at1k == null || Double.isNaN(at1k.cpuPercent()) ? "" : fmt1(at1k.cpuPercent() * 10 / (at1k.achievedRate() / 1000)))
-                    .append(" |\n");
+                    .append(" | ").append(!hundreds ? "" : held100 == 0 ? "none" : String.format("%,d", held100)).append(" | ")
+                    .append(at100 == null ? "" : fmt1(at100.p50()) + " / " + fmt1(at100.p99())).append(" |\n");
         });
         return s.toString();
     }
@@ -261,8 +311,12 @@ final class Results {
     }
 
     private Latency latency(String contender, int rate) {
+        return latency(contender, 1, rate);
+    }
+
+    private Latency latency(String contender, int rowsPerTxn, int rate) {
         return latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(contender)
-                && l.targetRate() == rate).findFirst().orElse(null);
+                && l.rowsPerTxn() == rowsPerTxn && l.targetRate() == rate).findFirst().orElse(null);
     }
 
     private static void goal(StringBuilder s, String goal, double figure, String format, java.util.function.DoublePredicate met) {
