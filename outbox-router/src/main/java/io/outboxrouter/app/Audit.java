@@ -61,23 +61,28 @@ public final class Audit {
     private final RouterConfig config;
     private final Replay rows;
     private final TopicScan kafka;
+    private final List<String> earlierTopics;
 
     public Audit(RouterConfig config) {
+        this(config, List.of());
+    }
+
+    /** @param earlierTopics patterns of the topics earlier runs published to under another routing, read as well */
+    public Audit(RouterConfig config, List<String> earlierTopics) {
         this.config = config;
         this.rows = new Replay(config);
         this.kafka = new TopicScan(config.kafka());
+        this.earlierTopics = List.copyOf(earlierTopics);
     }
 
     /**
-     * The topics the router publishes to (its template, as a pattern), its dead-letter topic, and under
-     * {@code park-aggregate} its parking topic.
+     * The topics the router publishes to (its template, as a pattern), its dead-letter topic, under {@code park-aggregate}
+     * its parking topic, and those of the earlier routings given.
      */
     public List<String> topics() throws ExecutionException, InterruptedException {
-        var template = config.routing().topic().pattern().pattern();
-        var deadLetters = config.routing().deadLetters();
-        return kafka.topics(Pattern.compile("(" + template + ")|" + Pattern.quote(deadLetters.topic())
-                + (deadLetters.policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE
-                ? "|" + Pattern.quote(deadLetters.parkingTopic()) : "")));
+        var pattern = new StringBuilder(io.outboxrouter.audit.RecordedIds.topicPattern(config));
+        earlierTopics.forEach(p -> pattern.append("|(").append(p).append(')'));
+        return kafka.topics(Pattern.compile(pattern.toString()));
     }
 
     /**

@@ -102,7 +102,7 @@ final class SourceStream implements AutoCloseable {
                 ? Optional.of(new Retention(config, source.outboxSql(), metrics.retentionListener())) : Optional.empty();
         this.audit = delivered == null ? Optional.empty() : Optional.of(new io.outboxrouter.audit.SelfAudit(config, source.outboxSql(), delivered,
                 (table, ids) -> Replay.republish(config, ids, config.outbox().retention().timeColumn(), reason -> LOG.error("Router {}: a lost row cannot be routed: {}", config.name(), reason)),
-                (from, each) -> new Audit(config).recordedIds(from, each),
+                (from, earlier, each) -> new Audit(config, earlier).recordedIds(from, each),
                 problem -> sourceChanged(new io.outboxrouter.cdc.SourceSetupException(problem))));
         audit.ifPresent(a -> metrics.audit(a::status));
     }

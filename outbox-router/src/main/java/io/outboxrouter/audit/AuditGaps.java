@@ -37,6 +37,7 @@ final class AuditGaps {
     private final RecordedIds recorded;
     private final DeliveredIds delivered;
     private final Map<String, Gap> gaps = new LinkedHashMap<>();
+    private java.util.List<String> earlierTopics = java.util.List.of();
 
     AuditGaps(String router, AuditReads reads, RecordedIds recorded, DeliveredIds delivered) {
         this.router = router;
@@ -64,6 +65,11 @@ final class AuditGaps {
 
     void clear() {
         gaps.clear();
+    }
+
+    /** Topic patterns earlier runs published to under another routing: their records are matched too. */
+    void earlierTopics(java.util.List<String> patterns) {
+        this.earlierTopics = java.util.List.copyOf(patterns);
     }
 
     /**
@@ -101,11 +107,11 @@ final class AuditGaps {
         }
     }
 
-    /** The ids of the window that a record in the router's topics carries. */
+    /** The ids of the window that a record in the router's topics (or an earlier routing's) carries. */
     private LongSet seen(Window window, Instant from) {
         var seen = new LongSet(1024);
         try {
-            recorded.forEach(from, id -> {
+            recorded.forEach(from, earlierTopics, id -> {
                 long h = DeliveredIds.hash(id);
                 if (window.ids().contains(h)) {
                     seen.add(h);

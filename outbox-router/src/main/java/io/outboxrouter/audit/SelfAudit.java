@@ -203,7 +203,18 @@ public final class SelfAudit implements AutoCloseable {
         // dated after its commit are this stream's. A lag past it, since a MySQL/MariaDB offset dates its last statement's
         // start, not its commit; the rows between are matched with Kafka as an earlier process's.
         var commit = StartingPoint.commitMicros(offsets().read(config.name()));
-        var earlier = AuditedThrough.parse(offsets().audited(config.name()).orElse(null));
+        var stored = offsets().audited(config.name()).orElse(null);
+        var earlier = AuditedThrough.parse(stored);
+        // The rows an earlier run published are in the topics of its routing, which may not be this run's.
+        var own = RecordedIds.topicPattern(config);
+        var earlierTopics = AuditedThrough.topics(stored);
+        if (!earlierTopics.isEmpty() && !earlierTopics.get(0).equals(own)) {
+            LOG.info("Router {}: its topics changed since its last run ({} then, {} now): the rows an earlier run may have published "
+                    + "are matched with the records of both", config.name(), earlierTopics.get(0), own);
+        }
+        var topics = AuditedThrough.withTopics(own, earlierTopics);
+        keeper.topics(topics);
+        gaps.earlierTopics(topics.subList(1, topics.size()));
         // Rows skipped by routing.dead-letters.policy: skip leave no record in Kafka: an earlier process's cannot be told
         // from lost ones.
         boolean accept = acceptGap || config.routing().deadLetters().policy() == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.SKIP;

@@ -32,4 +32,18 @@ class AuditStateTest {
         assertThat(AuditedThrough.parse(null)).isEmpty();
         assertThat(AuditedThrough.parse("{broken")).isEmpty();
     }
+
+    @Test
+    void theTopicsOfRecentRunsAreKeptNewestFirstBesideWhatIsProven() {
+        var through = Map.of("public.outbox", new Bound("2026-12-02 03:30:00+00", 1764646200000000L));
+        var topics = AuditedThrough.withTopics("(b\\..*)|\\Qdlq\\E", java.util.List.of("(a\\..*)|\\Qdlq\\E", "(b\\..*)|\\Qdlq\\E"));
+        assertThat(topics).containsExactly("(b\\..*)|\\Qdlq\\E", "(a\\..*)|\\Qdlq\\E");
+        String json = AuditedThrough.format(through, topics);
+        assertThat(AuditedThrough.topics(json)).isEqualTo(topics);
+        assertThat(AuditedThrough.parse(json)).as("the topics are not a table").isEqualTo(through);
+        assertThat(AuditedThrough.topics(AuditedThrough.format(through))).isEmpty();
+        assertThat(AuditedThrough.topics("{broken")).isEmpty();
+        var many = java.util.stream.IntStream.range(0, 20).mapToObj(i -> "t" + i).toList();
+        assertThat(AuditedThrough.withTopics("own", many)).hasSize(AuditedThrough.TOPICS_KEPT).startsWith("own", "t0");
+    }
 }

@@ -192,4 +192,44 @@ class SelfAuditIT {
             assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).contains(after.id()).doesNotContain(lost.id());
         }
     }
+
+    /**
+     * The router's topics changed between two runs (another {@code routing.topic}): the rows the first run published
+     * before its audit proved them are matched at the next start with the records in the first run's topics, where they
+     * are, and nothing is reported lost.
+     */
+    @Test
+    void aStartWithOtherTopicsMatchesTheEarlierRunsRowsInItsTopics() throws Exception {
+        var db = new PostgresOutbox(TestServers.postgres(), OutboxContract.unique("audittopics"));
+        String first = OutboxContract.unique("audittopics1");
+        String second = OutboxContract.unique("audittopics2");
+        String name = OutboxContract.unique("audit-topics").replace('_', '-');
+        var events = java.util.stream.IntStream.range(0, 20).mapToObj(i -> TestEvent.of("Order", "o-" + i, 1)).toList();
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), first + "\\..*")) {
+            // Stopped before the audit stores its proof of these rows (it writes it every ten looks).
+            try (var router = Router.start(config(db, name, first, "", "", "")); var c = db.connect()) {
+                assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+                // A first start audits the rows dated after its first look.
+                Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> router.metrics().auditStatus().lastRun() != null);
+                for (var e : events) {
+                    db.insert(c, e);
+                }
+                c.commit();
+                kafka.awaitIds(events.stream().map(TestEvent::id).collect(java.util.stream.Collectors.toSet()), Duration.ofSeconds(60));
+            }
+        }
+        try (var kafka = new KafkaEvents(OutboxContract.kafka(), second + "\\..*");
+             var router = Router.start(config(db, name, second, "", "", "")); var c = db.connect()) {
+            assertThat(router.awaitStreaming(Duration.ofSeconds(60))).isTrue();
+            var later = TestEvent.of("Order", "o-0", 2);
+            db.insert(c, later);
+            c.commit();
+            kafka.awaitIds(Set.of(later.id()), Duration.ofSeconds(60));
+            // The start's range is matched once its transactions are a lag old: every row of it, with none lost.
+            Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> router.metrics().auditStatus().matched() >= events.size() + 1);
+            assertThat(router.metrics().auditStatus().lost()).isZero();
+            assertThat(router.isReady()).as("still streaming").isTrue();
+            assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).containsExactly(later.id());
+        }
+    }
 }
