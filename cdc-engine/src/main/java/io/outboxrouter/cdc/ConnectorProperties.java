@@ -63,6 +63,9 @@ final class ConnectorProperties {
             p.setProperty("decimal.handling.mode", "string");
         }
         p.setProperty("binary.handling.mode", "bytes");
+        // The topic name cache counts its LRU queue on every event; the queue's length grows with the cache's size, and the
+        // connector names only the router's few tables.
+        p.setProperty("topic.cache.size", "32");
         if (config.routing().eventRouter() == null) {
             p.setProperty("include.unknown.datatypes", "true");
         }

@@ -54,6 +54,9 @@ class ConnectorPropertiesTest {
         assertThat(atLeastOnce.getProperty("heartbeat.interval.ms")).isEqualTo("250");
         assertThat(atLeastOnce.getProperty("heartbeat.action.query")).isNull();
 
+        assertThat(atLeastOnce.getProperty("topic.cache.size")).as("a short LRU queue per topic name lookup").isEqualTo("32");
+        assertThat(properties(pg + "debezium: { topic.cache.size: \"10000\" }\n").getProperty("topic.cache.size")).isEqualTo("10000");
+
         var exactlyOnce = properties(pg + "delivery: exactly-once\n");
         assertThat(exactlyOnce.getProperty("provide.transaction.metadata")).isEqualTo("true");
         assertThat(exactlyOnce.getProperty("heartbeat.interval.ms")).as("no heartbeat row, no heartbeat").isNull();
