@@ -11,17 +11,17 @@ import java.util.List;
  */
 public final class JvmSettings {
     /**
-     * The client compiler only, the serial collector, a 128 MB heap of which 80 MB for new objects, exit on running out
-     * (docs/operations.md says why). The README's run command and the Dockerfile spell them out (JvmSettingsTest
+     * The serial collector, a 128 MB heap of which 80 MB for new objects, exit on running out, and both compilers (for the
+     * steady rate; docs/operations.md says why). The README's run command and the Dockerfile spell them out (JvmSettingsTest
      * checks they agree); the tests, the quickstart and the benchmark take them from here.
      */
-    public static final List<String> RECOMMENDED_OPTIONS = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+    public static final List<String> RECOMMENDED_OPTIONS = List.of("-XX:+UseSerialGC", "-Xmx128m",
             "-Xmn80m", "-XX:+ExitOnOutOfMemoryError");
 
     private JvmSettings() {
     }
 
-    /** For example "Java 17.0.15, heap up to 120 MiB, serial collector, client compiler only". */
+    /** For example "Java 17.0.15, heap up to 120 MiB, serial collector, both compilers". */
     static String describe() {
         long heap = Runtime.getRuntime().maxMemory();
         String heapLimit = heap == Long.MAX_VALUE ? "no heap limit" : "heap up to " + (heap >> 20) + " MiB";
