@@ -83,7 +83,7 @@ public final class Router implements AutoCloseable {
      * (a dropped slot, deleted offsets, an expired binlog) is forgotten, and what is skipped is logged, instead of refused.
      */
     public static Router start(RouterConfig config, boolean acceptGap) {
-        LOG.info("Router {} starting on {}", config.name(), JvmSettings.describe());
+        LOG.info("Router {} starting: outbox-router {} on {}", config.name(), BuildInfo.current().describe(), JvmSettings.describe());
         boolean sharded = config.source().sharded();
         var metrics = sharded ? RouterMetrics.sharded(config.name()) : new RouterMetrics(config.name());
         var streams = new ArrayList<SourceStream>();

@@ -1,5 +1,6 @@
 package io.outboxrouter.cli;
 
+import io.outboxrouter.app.BuildInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -19,8 +20,8 @@ public final class Main {
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            String v = Main.class.getPackage().getImplementationVersion();
-            return new String[] {"outbox-router " + (v == null ? "development build" : v)};
+            return new String[] {"outbox-router " + BuildInfo.current().describe(), "Java " + Runtime.version() + " ("
+                    + System.getProperty("java.vendor") + ")"};
         }
     }
 }

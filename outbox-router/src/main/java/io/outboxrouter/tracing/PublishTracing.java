@@ -11,6 +11,7 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.context.propagation.TextMapSetter;
 import io.opentelemetry.sdk.autoconfigure.AutoConfiguredOpenTelemetrySdk;
+import io.outboxrouter.app.BuildInfo;
 import io.outboxrouter.config.ConfigException;
 import io.outboxrouter.config.RouterConfig;
 import java.nio.charset.StandardCharsets;
@@ -65,8 +66,7 @@ public final class PublishTracing {
         if (!config.tracing().enabled()) {
             return NONE;
         }
-        String version = PublishTracing.class.getPackage().getImplementationVersion();
-        return new PublishTracing(openTelemetry().getTracer("io.outboxrouter", version == null ? "development" : version));
+        return new PublishTracing(openTelemetry().getTracer("io.outboxrouter", BuildInfo.current().version()));
     }
 
     /** The process's OpenTelemetry for the router's spans: an agent's, else one set up here once (the streams share it). */

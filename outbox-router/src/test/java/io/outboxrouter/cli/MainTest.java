@@ -35,6 +35,14 @@ class MainTest {
     }
 
     @Test
+    void versionNamesTheBuildsVersionAndCommitAndTheJava() {
+        var r = run("--version");
+        assertThat(r.exit()).isZero();
+        assertThat(r.out()).startsWith("outbox-router " + System.getProperty("project.version") + " (commit ")
+                .contains("Java " + Runtime.version());
+    }
+
+    @Test
     void anInvalidConfigExitsTwoAndListsEveryProblemByKey() throws Exception {
         var file = Files.writeString(dir.resolve("router.yml"), """
                 name: orders-router
