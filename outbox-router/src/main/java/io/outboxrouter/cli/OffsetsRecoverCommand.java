@@ -25,22 +25,13 @@ import picocli.CommandLine.Option;
 final class OffsetsRecoverCommand implements Callable<Integer> {
     private static final int LISTED = 50;
 
-    /** 10s, 2m, 1h: as durations are written in the configuration. */
-    static final class DurationOption implements picocli.CommandLine.ITypeConverter<java.time.Duration> {
-        @Override
-        public java.time.Duration convert(String value) {
-            return io.outboxrouter.config.Durations.parse(value).orElseThrow(() -> new picocli.CommandLine.TypeConversionException(
-                    "must be a duration such as 10s, 2m or 1h (was \"" + value + "\")"));
-        }
-    }
-
     @Mixin
     ConfigOption config;
 
     @Option(names = "--dry-run", description = "Print what would be published; change nothing.")
     boolean dryRun;
 
-    @Option(names = "--reach-back", paramLabel = "DURATION", defaultValue = "10s", converter = DurationOption.class,
+    @Option(names = "--reach-back", paramLabel = "DURATION", defaultValue = "10s", converter = DurationConverter.class,
             description = "Also publish again the rows committed this long before the last published transaction "
                     + "(default: ${DEFAULT-VALUE}): commit times follow commit order only roughly, and a clock may step. "
                     + "Transactions begun after it are taken whatever their commit time.")

@@ -1,5 +1,6 @@
 package io.outboxrouter.cli;
 
+import io.outboxrouter.config.Durations;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.ParkingRecord.Action;
 import io.outboxrouter.kafka.ParkingRecord;
@@ -97,8 +98,9 @@ final class ParkedCommand {
         @Parameters(paramLabel = "AGGREGATE_ID", description = "The aggregate id, as parked list prints it.")
         String aggregate;
 
-        @Option(names = "--wait", paramLabel = "DURATION", defaultValue = "PT1M", description = "How long to wait for the running "
-                + "router to carry it out (ISO-8601, default ${DEFAULT-VALUE}; PT0S: do not wait).")
+        @Option(names = "--wait", paramLabel = "DURATION", defaultValue = "1m", converter = DurationConverter.class,
+                description = "How long to wait for the running router to carry it out, such as 30s, 5m or PT5M (default "
+                        + "${DEFAULT-VALUE}; 0: do not wait).")
         Duration waitFor;
 
         abstract Action action();
@@ -139,7 +141,7 @@ final class ParkedCommand {
                 }
             }
             System.out.println("Requested the " + verb + " of aggregate " + aggregate + " (request " + id + "). "
-                    + (waitFor.isZero() ? "" : "No router carried it out within " + waitFor + ". ")
+                    + (waitFor.isZero() ? "" : "No router carried it out within " + Durations.format(waitFor) + ". ")
                     + "A running router carries it out between batches, a stopped one at its next start; if the router runs, its "
                     + "log says why it did not (a Kafka transaction still open, a release that failed and is tried again). "
                     + "`parked list` shows the request until then.");

@@ -3,6 +3,7 @@ package io.outboxrouter.cli;
 import io.outboxrouter.app.Router;
 import io.outboxrouter.cdc.LayoutHandover;
 import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.config.Durations;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -26,8 +27,8 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
     @Mixin
     ConfigOption config;
 
-    @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "PT10M",
-            description = "How long to wait for the earlier layout to stream and drain (ISO-8601, default ${DEFAULT-VALUE}).")
+    @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "10m", converter = DurationConverter.class,
+            description = "How long to wait for the earlier layout to stream and drain, such as 30m or PT30M (default ${DEFAULT-VALUE}).")
     Duration timeout;
 
     @Option(names = "--dry-run", description = "Say what would be done; change nothing.")
@@ -85,7 +86,7 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
                 boolean told = false;
                 while (!router.isStreaming() && !router.completion().isDone()) {
                     if (System.nanoTime() > deadline) {
-                        return fail("the earlier layout did not stream within " + timeout + (router.isActive() ? ""
+                        return fail("the earlier layout did not stream within " + Durations.format(timeout) + (router.isActive() ? ""
                                 : ": another process runs it; stop that process first"));
                     }
                     if (!router.isActive() && !told) {
@@ -115,7 +116,7 @@ final class ReshardCommand implements java.util.concurrent.Callable<Integer> {
         } catch (SourceSetupException e) {
             return fail(e.getMessage());
         } catch (TimeoutException e) {
-            return fail("the earlier layout did not drain within " + timeout + "; nothing was dropped, run reshard again");
+            return fail("the earlier layout did not drain within " + Durations.format(timeout) + "; nothing was dropped, run reshard again");
         } catch (ExecutionException e) {
             return fail(Failures.explain(e.getCause()) + "; nothing was dropped, run reshard again");
         } catch (InterruptedException e) {

@@ -288,7 +288,7 @@ class ParkAggregateIT {
                 assertThat(heldIds).hasSize(held);
                 await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofSeconds(2)).untilAsserted(() ->
                         assertThat(list(file)).contains(held + " event(s) held"));
-                var requested = run(file, "parked", "release", "big", "--wait", "PT0S");
+                var requested = run(file, "parked", "release", "big", "--wait", "0");
                 assertThat(requested.code()).as(requested.out()).isZero();
                 await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20))
                         .until(() -> KafkaEvents.records(admin, orders) > 0);
