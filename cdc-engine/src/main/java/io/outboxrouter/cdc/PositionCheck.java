@@ -22,12 +22,17 @@ final class PositionCheck {
     }
 
     /**
-     * The drift, if any, read without changing anything (for {@code check} too): a loss recorded while the router ran, a
-     * stored position that no longer adds up with the source, or both.
+     * The drift, if any: a loss recorded while the router ran, a stored position that no longer adds up with the source,
+     * or both. {@code prepare} (a start) creates or migrates the offsets table first; without it ({@code check}) nothing is
+     * written, and a table not made yet holds no position to compare.
      */
-    static Optional<Drift> find(RouterConfig config, Source source) {
+    static Optional<Drift> find(RouterConfig config, Source source, boolean prepare) {
         try (var table = OffsetTable.open(OffsetTableSettings.offsets(config))) {
-            table.createIfMissing();
+            if (prepare) {
+                table.createIfMissing();
+            } else if (!table.exists()) {
+                return Optional.empty();
+            }
             var gap = table.gap(config.name()).map(PositionCheck::gapText);
             // A loss recorded while the router ran names its rows from an earlier point than the catalog kept: that one is not compared.
             var drift = source.drift(new StoredPosition(table.read(config.name()), table.state(config.name()),
@@ -73,7 +78,7 @@ final class PositionCheck {
      */
     static void verify(RouterConfig config, Source source, java.time.Instant acceptGapGivenAt) {
         boolean acceptGap = acceptGapGivenAt != null;
-        var drift = find(config, source);
+        var drift = find(config, source, true);
         if (drift.isEmpty()) {
             return;
         }

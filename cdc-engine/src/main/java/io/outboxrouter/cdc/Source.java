@@ -21,7 +21,7 @@ public sealed interface Source extends SourceConnector, SourcePreflight, Positio
     /** Whether the router's stored position still adds up with the database, as a check (for {@code check}). */
     default Check positionCheck(RouterConfig config) {
         try {
-            return PositionCheck.find(config, this).map(d -> Check.fail("stored position", d.problem(),
+            return PositionCheck.find(config, this, false).map(d -> Check.fail("stored position", d.problem(),
                             "to accept this and " + d.accepted() + ", start the router once with run --accept-gap"))
                     .orElseGet(() -> Check.pass("stored position", "adds up with the source"));
         } catch (RuntimeException e) {

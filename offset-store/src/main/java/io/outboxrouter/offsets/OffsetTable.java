@@ -120,6 +120,11 @@ public final class OffsetTable implements AutoCloseable {
         return store.dialect();
     }
 
+    /** Whether the table exists yet (the first start creates it); looked up without writing anything. */
+    public boolean exists() {
+        return store.tableExists();
+    }
+
     /**
      * Creates the table when missing, and checks the version of its layout: a table of an older layout is migrated
      * ({@code OffsetTableLayout}), one of a newer layout (written by a newer outbox-router) is refused, so that an older build

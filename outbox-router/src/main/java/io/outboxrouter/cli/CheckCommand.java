@@ -32,8 +32,10 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(name = "check", mixinStandardHelpOptions = true,
-        description = {"Checks, without changing anything, that the source database, the offsets table and Kafka are set up "
-                + "for the router: every prerequisite as PASS or FAIL, with the fix.",
+        description = {"Checks that the source database, the offsets table and Kafka are set up for the router: every "
+                + "prerequisite as PASS or FAIL, with the fix. It writes nothing to the databases: the slot, the publication "
+                + "and the offsets table it reports as missing are made by the first start. Under exactly-once it registers a "
+                + "transactional id of its own with the brokers (outbox-router.<name>.check), to prove that the producer may.",
                 "Exit code 0 when all pass, 1 when any fails, 2 when the configuration is invalid."})
 final class CheckCommand implements Callable<Integer> {
     private static final Duration KAFKA_TIMEOUT = Duration.ofSeconds(10);

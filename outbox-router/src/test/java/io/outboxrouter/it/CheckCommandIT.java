@@ -48,6 +48,14 @@ class CheckCommandIT {
                 "PASS  outbox table public.outbox: exists, SELECT granted",
                 "PASS  publication: publication check_router will be created on first start",
                 "PASS  offsets table", "PASS  kafka: reached", "All checks passed.").doesNotContain("FAIL");
+        assertThat(tableExists(db, "outbox_router_offsets")).as("check changes nothing: the offsets table waits for the first start")
+                .isFalse();
+    }
+
+    private static boolean tableExists(OutboxDatabase db, String table) throws Exception {
+        try (var c = db.connect(); var rs = c.getMetaData().getTables(c.getCatalog(), null, table, null)) {
+            return rs.next();
+        }
     }
 
     /** Exactly-once: the transaction state log, the transactional-id permission and the offsets topic are checked too. */
@@ -115,6 +123,7 @@ class CheckCommandIT {
         assertThat(r.exit()).as(r.out()).isZero();
         assertThat(r.out()).contains("PASS  binlog_format: binlog_format = ROW", "PASS  binlog_row_image", "PASS  grants",
                 "All checks passed.");
+        assertThat(tableExists(db, "outbox_router_offsets")).isFalse();
     }
 
     @Test
