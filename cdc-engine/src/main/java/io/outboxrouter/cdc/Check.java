@@ -46,7 +46,8 @@ public record Check(String name, boolean ok, String detail, String fix) {
                         + " (named under outbox.columns or outbox.headers, or by routing.event-router's options); every row would go "
                         + "to the dead-letter topic",
                 "add the column(s), or name the table's own columns there (with routing.event-router, "
-                        + "table.fields.additional.error.on.missing: false lets a table lack a placed column)");
+                        + "table.field.additional.missing: ignore, or its older name table.fields.additional.error.on.missing: false, "
+                        + "lets a table lack a placed column)");
     }
 
     /** This check under the name of the part it is about, e.g. {@code shard 0 of 4: publication}. */

@@ -24,7 +24,10 @@ public final class EventRouterOptions {
     public static final String TIMESTAMP = "table.field.event.timestamp";
     public static final String PAYLOAD = "table.field.event.payload";
     public static final String ADDITIONAL = "table.fields.additional.placement";
+    /** Debezium 3.5's name for whether a placed column missing from a row fails the record; {@link #ADDITIONAL_MISSING} since 3.6. */
     public static final String ERROR_ON_MISSING = "table.fields.additional.error.on.missing";
+    /** Debezium 3.6's name for {@link #ERROR_ON_MISSING}: {@code error} (true) or {@code ignore} (false). */
+    public static final String ADDITIONAL_MISSING = "table.field.additional.missing";
     public static final String SCHEMA_VERSION = "table.field.event.schema.version";
     public static final String ROUTE_BY = "route.by.field";
     public static final String ROUTE_REGEX = "route.topic.regex";
@@ -32,6 +35,8 @@ public final class EventRouterOptions {
     public static final String TOMBSTONE_ON_EMPTY = "route.tombstone.on.empty.payload";
     public static final String EXPAND_JSON = "table.expand.json.payload";
     public static final String JSON_NULLS = "table.json.payload.null.behavior";
+    /** Debezium 3.7's: with expansion, an empty JSON array left out ({@code ignore}) or typed an array of optional strings. */
+    public static final String JSON_EMPTY_ARRAYS = "table.json.payload.empty.array.behavior";
     public static final String NAME_ADJUSTMENT = "field.name.adjustment.mode";
     public static final String TRACING_FIELD = "tracing.span.context.field";
     public static final String TRACING_OPERATION = "tracing.operation.name";
@@ -50,6 +55,7 @@ public final class EventRouterOptions {
         d.put(PAYLOAD, "payload");
         d.put(ADDITIONAL, "");
         d.put(ERROR_ON_MISSING, "true");
+        d.put(ADDITIONAL_MISSING, "error");
         d.put(SCHEMA_VERSION, null);
         d.put(ROUTE_BY, "aggregatetype");
         d.put(ROUTE_REGEX, "(?<routedByValue>.*)");
@@ -57,6 +63,7 @@ public final class EventRouterOptions {
         d.put(TOMBSTONE_ON_EMPTY, "false");
         d.put(EXPAND_JSON, "false");
         d.put(JSON_NULLS, "ignore");
+        d.put(JSON_EMPTY_ARRAYS, "ignore");
         d.put(NAME_ADJUSTMENT, "none");
         d.put(TRACING_FIELD, "tracingspancontext");
         d.put(TRACING_OPERATION, "debezium-read");
@@ -66,8 +73,11 @@ public final class EventRouterOptions {
 
     private static final Map<String, List<String>> CHOICES = Map.of(
             OP_INVALID, List.of("warn", "error", "fatal"),
+            ADDITIONAL_MISSING, List.of("error", "ignore"),
             JSON_NULLS, List.of("ignore", "optional_bytes"),
+            JSON_EMPTY_ARRAYS, List.of("ignore", "optional_string"),
             NAME_ADJUSTMENT, List.of("none", "avro", "avro_unicode"));
+    private static final List<String> BOOLEAN_VALUES = List.of("true", "false");
     private static final Set<String> BOOLEANS = Set.of(ERROR_ON_MISSING, TOMBSTONE_ON_EMPTY, EXPAND_JSON, TRACING_CONTEXT_ONLY);
     private static final Set<String> COLUMNS = Set.of(ID, KEY, TYPE, TIMESTAMP, PAYLOAD, SCHEMA_VERSION, ROUTE_BY);
     private static final Pattern COLUMN = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*");
@@ -112,7 +122,7 @@ public final class EventRouterOptions {
     /**
      * The options given, checked: each problem is handed to {@code problem} with the option's name (unknown names, values
      * that are not one of the choices, not true or false, not a regular expression, not a column name, malformed
-     * placements).
+     * placements, the two names of the missing-column setting given with different values).
      */
     public static EventRouterOptions of(Map<String, String> given, java.util.function.BiConsumer<String, String> problem) {
         var values = new LinkedHashMap<>(DEFAULTS);
@@ -143,7 +153,41 @@ public final class EventRouterOptions {
         } catch (IllegalArgumentException e) {
             problem.accept(ADDITIONAL, e.getMessage());
         }
+        // Either name of the setting is kept in step with the other, so that both read the same and the options compare equal.
+        boolean errorOnMissing = errorOnMissing(givenValue(given, ERROR_ON_MISSING, BOOLEAN_VALUES),
+                givenValue(given, ADDITIONAL_MISSING, CHOICES.get(ADDITIONAL_MISSING)),
+                message -> problem.accept(ADDITIONAL_MISSING, message));
+        values.put(ERROR_ON_MISSING, Boolean.toString(errorOnMissing));
+        values.put(ADDITIONAL_MISSING, errorOnMissing ? "error" : "ignore");
         return new EventRouterOptions(values, java.util.Collections.unmodifiableMap(new LinkedHashMap<>(given)));
+    }
+
+    /** The option's value, trimmed and lower-cased, when it is given and one of {@code allowed}; else null (not given, or refused above). */
+    private static String givenValue(Map<String, String> given, String name, List<String> allowed) {
+        String v = given.get(name);
+        v = v == null ? null : v.trim().toLowerCase(Locale.ROOT);
+        return v != null && allowed.contains(v) ? v : null;
+    }
+
+    /**
+     * Whether a placed column missing from a row fails the record, from either of Debezium's names for the setting: the
+     * boolean {@link #ERROR_ON_MISSING} (up to 3.5) and the choice {@link #ADDITIONAL_MISSING} (from 3.6), {@code true}
+     * being {@code error}; neither given, Debezium's default, true. When both are given and disagree, {@code conflict} gets
+     * a message naming both, and the newer name's value is taken.
+     *
+     * @param errorOnMissing {@code true} or {@code false}, or null when not given
+     * @param missing        {@code error} or {@code ignore}, or null when not given
+     */
+    public static boolean errorOnMissing(String errorOnMissing, String missing, java.util.function.Consumer<String> conflict) {
+        if (missing == null) {
+            return errorOnMissing == null || Boolean.parseBoolean(errorOnMissing.trim());
+        }
+        boolean error = missing.trim().equalsIgnoreCase("error");
+        if (errorOnMissing != null && Boolean.parseBoolean(errorOnMissing.trim()) != error) {
+            conflict.accept("says " + missing.trim() + " and " + ERROR_ON_MISSING + " says " + errorOnMissing.trim() + "; they are "
+                    + "Debezium's newer and older names for one setting (error is true, ignore is false): give one of them");
+        }
+        return error;
     }
 
     /**

@@ -185,6 +185,67 @@ class RouterConfigLoaderTest {
         assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).routing().eventRouter()).isNull();
     }
 
+    private static EventRouterOptions eventRouterOptions(String flowMapping) {
+        return RouterConfigLoader.parse(MINIMAL + "routing:\n  event-router: { " + flowMapping + " }\n", Map.of())
+                .routing().eventRouter().options();
+    }
+
+    @Test
+    void theMissingColumnSettingIsTakenUnderEitherOfDebeziumsNames() {
+        var older = eventRouterOptions("table.fields.additional.placement: \"tenant:header\", table.fields.additional.error.on.missing: \"false\"");
+        var newer = eventRouterOptions("table.fields.additional.placement: \"tenant:header\", table.field.additional.missing: ignore");
+        var both = eventRouterOptions("table.fields.additional.placement: \"tenant:header\", table.fields.additional.error.on.missing: \"false\", "
+                + "table.field.additional.missing: ignore");
+        assertThat(newer).isEqualTo(older).isEqualTo(both);
+        assertThat(newer.optionalColumns()).containsExactly("tenant");
+        assertThat(newer.requiredColumns()).doesNotContain("tenant");
+        assertThat(newer.get(EventRouterOptions.ERROR_ON_MISSING)).isEqualTo("false");
+        assertThat(older.get(EventRouterOptions.ADDITIONAL_MISSING)).isEqualTo("ignore");
+        assertThat(newer.given()).containsEntry(EventRouterOptions.ADDITIONAL_MISSING, "ignore")
+                .doesNotContainKey(EventRouterOptions.ERROR_ON_MISSING); // printed back as written
+
+        var strict = eventRouterOptions("table.fields.additional.placement: \"tenant:header\", table.field.additional.missing: ERROR");
+        assertThat(strict).isEqualTo(eventRouterOptions("table.fields.additional.placement: \"tenant:header\", "
+                + "table.fields.additional.error.on.missing: \"true\"")).isEqualTo(eventRouterOptions("table.fields.additional.placement: \"tenant:header\""));
+        assertThat(strict.requiredColumns()).contains("tenant");
+        assertThat(strict.optionalColumns()).isEmpty();
+        assertThat(strict.all()).containsEntry(EventRouterOptions.ERROR_ON_MISSING, "true")
+                .containsEntry(EventRouterOptions.ADDITIONAL_MISSING, "error");
+    }
+
+    @Test
+    void theTwoNamesOfTheMissingColumnSettingMustAgree() {
+        assertThat(problems(MINIMAL + """
+                routing:
+                  event-router: { table.fields.additional.error.on.missing: "true", table.field.additional.missing: ignore }
+                """)).singleElement().asString()
+                .startsWith("routing.event-router.table.field.additional.missing: says ignore and "
+                        + "table.fields.additional.error.on.missing says true")
+                .contains("give one of them");
+        assertThat(problems(MINIMAL + """
+                routing:
+                  event-router: { table.fields.additional.error.on.missing: "false", table.field.additional.missing: error }
+                """)).singleElement().asString()
+                .contains("table.field.additional.missing").contains("table.fields.additional.error.on.missing says false");
+        // A bad value is refused as such, not as a disagreement.
+        assertThat(problems(MINIMAL + """
+                routing:
+                  event-router: { table.fields.additional.error.on.missing: "true", table.field.additional.missing: skip }
+                """)).containsExactly("routing.event-router.table.field.additional.missing: must be one of error, ignore (was \"skip\")");
+    }
+
+    @Test
+    void emptyJsonArraysAreLeftOutUnlessDebeziumsOptionalStringIsChosen() {
+        assertThat(eventRouterOptions("table.expand.json.payload: \"true\"").get(EventRouterOptions.JSON_EMPTY_ARRAYS)).isEqualTo("ignore");
+        assertThat(eventRouterOptions("table.expand.json.payload: \"true\", table.json.payload.empty.array.behavior: optional_string").all())
+                .containsEntry(EventRouterOptions.JSON_EMPTY_ARRAYS, "optional_string");
+        assertThat(problems(MINIMAL + """
+                routing:
+                  event-router: { table.json.payload.empty.array.behavior: keep }
+                """)).containsExactly("routing.event-router.table.json.payload.empty.array.behavior: must be one of ignore, optional_string "
+                + "(was \"keep\")");
+    }
+
     @Test
     void eventRouterOptionsThatAreWrongOrClashWithOursNameTheKey() {
         assertThat(problems(MINIMAL + """

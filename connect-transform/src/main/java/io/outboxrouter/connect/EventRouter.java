@@ -43,6 +43,7 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
     static final String PAYLOAD = EventRouterOptions.PAYLOAD;
     static final String ADDITIONAL = EventRouterOptions.ADDITIONAL;
     static final String ERROR_ON_MISSING = EventRouterOptions.ERROR_ON_MISSING;
+    static final String ADDITIONAL_MISSING = EventRouterOptions.ADDITIONAL_MISSING;
     static final String SCHEMA_VERSION = EventRouterOptions.SCHEMA_VERSION;
     static final String ROUTE_BY = EventRouterOptions.ROUTE_BY;
     static final String ROUTE_REGEX = EventRouterOptions.ROUTE_REGEX;
@@ -50,6 +51,7 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
     static final String TOMBSTONE_ON_EMPTY = EventRouterOptions.TOMBSTONE_ON_EMPTY;
     static final String EXPAND_JSON = EventRouterOptions.EXPAND_JSON;
     static final String JSON_NULLS = EventRouterOptions.JSON_NULLS;
+    static final String JSON_EMPTY_ARRAYS = EventRouterOptions.JSON_EMPTY_ARRAYS;
     static final String NAME_ADJUSTMENT = EventRouterOptions.NAME_ADJUSTMENT;
     static final String TRACING_FIELD = EventRouterOptions.TRACING_FIELD;
     static final String TRACING_OPERATION = EventRouterOptions.TRACING_OPERATION;
@@ -70,7 +72,11 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
             .define(ADDITIONAL, ConfigDef.Type.LIST, EventRouterOptions.DEFAULTS.get(ADDITIONAL), ConfigDef.Importance.MEDIUM,
                     "column:placement[:alias] entries, placement header, envelope or partition")
             .define(ERROR_ON_MISSING, ConfigDef.Type.BOOLEAN, Boolean.parseBoolean(EventRouterOptions.DEFAULTS.get(ERROR_ON_MISSING)), ConfigDef.Importance.LOW,
-                    "Whether an additional column missing from the row fails the record (else it is left out)")
+                    "Whether an additional column missing from the row fails the record (else it is left out); Debezium 3.5's name for "
+                            + ADDITIONAL_MISSING)
+            .define(ADDITIONAL_MISSING, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ADDITIONAL_MISSING), oneOf("error", "ignore"),
+                    ConfigDef.Importance.LOW, "An additional column missing from the row: the record fails (error) or the column is left out "
+                            + "(ignore); Debezium 3.6's name for " + ERROR_ON_MISSING + " (error is true), which must not say otherwise")
             .define(SCHEMA_VERSION, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(SCHEMA_VERSION), ConfigDef.Importance.LOW,
                     "An INT32 column: the version of the value schema (with an envelope placement)")
             .define(ROUTE_BY, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(ROUTE_BY), ConfigDef.Importance.LOW, "The column whose value routes the record")
@@ -84,6 +90,9 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
                     "Whether a JSON text payload becomes a struct with a schema inferred from it")
             .define(JSON_NULLS, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(JSON_NULLS), oneOf("ignore", "optional_bytes"), ConfigDef.Importance.LOW,
                     "In an expanded payload, a null field: left out (ignore) or typed optional bytes")
+            .define(JSON_EMPTY_ARRAYS, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(JSON_EMPTY_ARRAYS), oneOf("ignore", "optional_string"),
+                    ConfigDef.Importance.LOW, "In an expanded payload, an empty array: left out (ignore) or typed an optional array of optional "
+                            + "strings (optional_string)")
             .define(NAME_ADJUSTMENT, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(NAME_ADJUSTMENT), oneOf("none", "avro", "avro_unicode"), ConfigDef.Importance.LOW,
                     "In an expanded payload, how JSON keys become field names")
             .define(TRACING_FIELD, ConfigDef.Type.STRING, EventRouterOptions.DEFAULTS.get(TRACING_FIELD), ConfigDef.Importance.LOW,
@@ -114,7 +123,13 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
         timestampColumn = c.getString(TIMESTAMP);
         payloadColumn = c.getString(PAYLOAD);
         additional = placements(c.getList(ADDITIONAL));
-        errorOnMissing = c.getBoolean(ERROR_ON_MISSING);
+        // Both of Debezium's names are taken; given both, they must agree (the router's own options pass both, in step).
+        errorOnMissing = EventRouterOptions.errorOnMissing(
+                props.get(ERROR_ON_MISSING) == null ? null : c.getBoolean(ERROR_ON_MISSING).toString(),
+                props.get(ADDITIONAL_MISSING) == null ? null : c.getString(ADDITIONAL_MISSING),
+                conflict -> {
+                    throw new ConfigException(ADDITIONAL_MISSING, c.getString(ADDITIONAL_MISSING), conflict);
+                });
         versionColumn = c.getString(SCHEMA_VERSION);
         routeBy = c.getString(ROUTE_BY);
         routeRegex = Pattern.compile(c.getString(ROUTE_REGEX));
@@ -122,6 +137,7 @@ public final class EventRouter<R extends ConnectRecord<R>> implements Transforma
         tombstoneOnEmpty = c.getBoolean(TOMBSTONE_ON_EMPTY);
         expander = c.getBoolean(EXPAND_JSON) ? new ExpandedJson(
                 ExpandedJson.NullBehavior.valueOf(c.getString(JSON_NULLS).trim().toUpperCase(Locale.ROOT)),
+                ExpandedJson.EmptyArrayBehavior.valueOf(c.getString(JSON_EMPTY_ARRAYS).trim().toUpperCase(Locale.ROOT)),
                 ExpandedJson.NameAdjustment.valueOf(c.getString(NAME_ADJUSTMENT).trim().toUpperCase(Locale.ROOT))) : null;
     }
 

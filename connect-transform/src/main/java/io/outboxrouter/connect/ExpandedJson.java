@@ -15,12 +15,13 @@ import org.apache.kafka.connect.data.Struct;
  * A JSON payload turned into a Connect value with a schema inferred from it, as Debezium's EventRouter does with
  * {@code table.expand.json.payload}: every schema optional; strings, booleans, integers (INT32 when they fit, else INT64),
  * other numbers as FLOAT64; objects as structs named by their path from the payload column; arrays by their element
- * schema (the fields of object elements merged); empty arrays and nulls left out (or nulls as optional bytes).
+ * schema (the fields of object elements merged); empty arrays and nulls left out (or empty arrays as optional arrays of
+ * optional strings, nulls as optional bytes).
  */
 final class ExpandedJson {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** @param schema null when the payload was an empty array */
+    /** @param schema null when the payload was an empty array left out */
     record Expanded(Schema schema, Object value) {
     }
 
@@ -29,16 +30,29 @@ final class ExpandedJson {
         IGNORE, OPTIONAL_BYTES
     }
 
+    /**
+     * How an empty JSON array is typed, as Debezium's {@code table.json.payload.empty.array.behavior}: left out
+     * ({@code ignore}), or as an optional array of optional strings ({@code optional_string}), its elements' type being
+     * unknown.
+     */
+    enum EmptyArrayBehavior {
+        IGNORE, OPTIONAL_STRING
+    }
+
     /** How JSON keys become field names: as they are, or made legal for Avro (as Debezium's {@code field.name.adjustment.mode}). */
     enum NameAdjustment {
         NONE, AVRO, AVRO_UNICODE
     }
 
+    private static final Schema EMPTY_ARRAY = SchemaBuilder.array(Schema.OPTIONAL_STRING_SCHEMA).optional().build();
+
     private final NullBehavior nulls;
+    private final EmptyArrayBehavior emptyArrays;
     private final NameAdjustment names;
 
-    ExpandedJson(NullBehavior nulls, NameAdjustment names) {
+    ExpandedJson(NullBehavior nulls, EmptyArrayBehavior emptyArrays, NameAdjustment names) {
         this.nulls = nulls;
+        this.emptyArrays = emptyArrays;
         this.names = names;
     }
 
@@ -105,7 +119,7 @@ final class ExpandedJson {
         }
         if (element == null) {
             if (node.isEmpty()) {
-                return null;
+                return emptyArrays == EmptyArrayBehavior.OPTIONAL_STRING ? EMPTY_ARRAY : null;
             }
             throw new IllegalArgumentException("array '" + path + "' has no element with a type");
         }

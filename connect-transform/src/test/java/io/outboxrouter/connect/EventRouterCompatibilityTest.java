@@ -3,6 +3,7 @@ package io.outboxrouter.connect;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.outboxrouter.config.EventRouterOptions;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -28,6 +29,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and MySQL connectors give (a uuid or text id, JSON text or bytes payloads, micro- and nanosecond timestamps).
  */
 class EventRouterCompatibilityTest {
+    /** Debezium 3.5's name for the missing-column setting, and 3.6's. */
+    private static final String OLDER = "table.fields.additional.error.on.missing";
+    private static final String NEWER = "table.field.additional.missing";
+    private static final String EMPTY_ARRAYS = "table.json.payload.empty.array.behavior";
     private static final Schema UUID = SchemaBuilder.string().name("io.debezium.data.Uuid").build();
     private static final Schema JSON_TEXT = SchemaBuilder.string().name("io.debezium.data.Json").optional().build();
     private static final Schema MICROS = SchemaBuilder.int64().name("io.debezium.time.MicroTimestamp").optional().build();
@@ -96,6 +101,7 @@ class EventRouterCompatibilityTest {
         var records = new LinkedHashMap<String, SourceRecord>();
         records.put("insert", change(PG_ENVELOPE, pgRow("Order", "o-1", "{\"total\":12.5,\"n\":3,\"big\":12345678901,\"ok\":true,"
                 + "\"lines\":[1,2],\"who\":{\"name\":\"a\",\"tags\":[\"x\"]},\"gone\":null,\"ünï-code\":1}"), "c"));
+        records.put("empty arrays", change(PG_ENVELOPE, pgRow("Order", "o-7", "{\"a\":1,\"tags\":[],\"who\":{\"name\":\"x\",\"roles\":[]}}"), "c"));
         records.put("array elements that disagree", change(PG_ENVELOPE, pgRow("Order", "o-6", "{\"items\":[{\"p\":1},{\"p\":2.5}]}"), "c"));
         records.put("snapshot read", change(PG_ENVELOPE, pgRow("Customer", "c-9", "{\"a\":1}"), "r"));
         records.put("update", change(PG_ENVELOPE, pgRow("Order", "o-1", "{}"), "u"));
@@ -217,9 +223,29 @@ class EventRouterCompatibilityTest {
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("cases")
     void ourEventRouterGivesWhatDebeziumsGives(String configName, String recordName, Map<String, String> config, SourceRecord record) {
+        assertSameOutcome(configName, recordName, config, config, record);
+    }
+
+    static Stream<Arguments> casesWithAPlacement() {
+        return cases().filter(a -> ((Map<?, ?>) a.get()[2]).containsKey("table.fields.additional.placement"));
+    }
+
+    /** Debezium's EventRouter (3.5) under the older name and ours under 3.6's: the same outcomes as under the same name. */
+    @ParameterizedTest(name = "{0}: {1}")
+    @MethodSource("casesWithAPlacement")
+    void theNewerNameOfTheMissingColumnSettingActsAsTheOlderOne(String configName, String recordName, Map<String, String> config,
+                                                                SourceRecord record) {
+        var newer = new LinkedHashMap<>(config);
+        String older = newer.remove(OLDER);
+        newer.put(NEWER, older == null || Boolean.parseBoolean(older) ? "error" : "ignore");
+        assertSameOutcome(configName, recordName, config, newer, record);
+    }
+
+    private static void assertSameOutcome(String configName, String recordName, Map<String, String> theirConfig,
+                                          Map<String, String> ourConfig, SourceRecord record) {
         try (var theirs = new io.debezium.transforms.outbox.EventRouter<SourceRecord>(); var ours = new EventRouter<SourceRecord>()) {
-            theirs.configure(config);
-            ours.configure(config);
+            theirs.configure(theirConfig);
+            ours.configure(ourConfig);
             String expected = outcome(theirs, copy(record));
             String actual = outcome(ours, copy(record));
             if (DIFFERENCES.containsKey(configName + ": " + recordName)) {
@@ -242,7 +268,7 @@ class EventRouterCompatibilityTest {
             d.put(c + ": array elements that disagree", "a payload whose schema cannot be inferred is sent as it is (Debezium's "
                     + "keeps the text but gives it the inferred struct schema, a record no converter writes)");
         }
-        for (String r : List.of("insert", "array elements that disagree", "snapshot read", "null payload", "empty payload", "payload not JSON", "null key",
+        for (String r : List.of("insert", "empty arrays", "array elements that disagree", "snapshot read", "null payload", "empty payload", "payload not JSON", "null key",
                 "aggregate type not a topic name", "mysql bytes payload")) {
             d.put("missing envelope column tolerated: " + r, "with error.on.missing=false a missing envelope column is left out "
                     + "(Debezium's fails with a NullPointerException)");
@@ -261,6 +287,89 @@ class EventRouterCompatibilityTest {
         try (var ours = new EventRouter<SourceRecord>()) {
             assertThatThrownBy(() -> ours.configure(Map.of("table.fields.additional.placement", "type:body")))
                     .isInstanceOf(ConfigException.class).hasMessageContaining("'body' in 'type:body' is not a placement");
+        }
+    }
+
+    @Test
+    void theTwoNamesOfTheMissingColumnSettingMustAgree() {
+        try (var ours = new EventRouter<SourceRecord>()) {
+            assertThatThrownBy(() -> ours.configure(Map.of(OLDER, "true", NEWER, "ignore")))
+                    .isInstanceOf(ConfigException.class).hasMessageContaining(NEWER).hasMessageContaining(OLDER + " says true");
+            assertThatThrownBy(() -> ours.configure(Map.of(OLDER, "false", NEWER, "error")))
+                    .isInstanceOf(ConfigException.class).hasMessageContaining(NEWER).hasMessageContaining(OLDER + " says false");
+            assertThatThrownBy(() -> ours.configure(Map.of(NEWER, "skip"))).isInstanceOf(ConfigException.class).hasMessageContaining(NEWER);
+            assertThatThrownBy(() -> ours.configure(Map.of(EMPTY_ARRAYS, "keep"))).isInstanceOf(ConfigException.class)
+                    .hasMessageContaining(EMPTY_ARRAYS);
+            ours.configure(Map.of(OLDER, "false", NEWER, "IGNORE")); // agreeing: taken
+        }
+    }
+
+    @Test
+    void theNewerOptionsHaveDebeziumsDefaults() {
+        var keys = EventRouter.CONFIG_DEF.configKeys();
+        assertThat(keys.get(NEWER).defaultValue).isEqualTo("error");
+        assertThat(keys.get(EMPTY_ARRAYS).defaultValue).isEqualTo("ignore");
+    }
+
+    /** The router's {@code routing.event-router} passes every option, both names of the missing-column setting in step. */
+    @Test
+    void theRoutersOptionsConfigureTheTransformationUnderEitherName() {
+        var record = change(PG_ENVELOPE, pgRow("Order", "o-1", "{\"a\":1}"), "c");
+        for (var given : List.of(Map.of(OLDER, "false"), Map.of(NEWER, "ignore"), Map.of(OLDER, "false", NEWER, "ignore"),
+                Map.of(NEWER, "error"), Map.<String, String>of())) {
+            var placed = new LinkedHashMap<>(given);
+            placed.put("table.fields.additional.placement", "nosuch:header,type:header");
+            var options = EventRouterOptions.of(placed, (option, problem) -> {
+                throw new AssertionError(option + ": " + problem);
+            });
+            try (var ours = new EventRouter<SourceRecord>()) {
+                ours.configure(options.all());
+                if (options.flag(EventRouterOptions.ERROR_ON_MISSING)) {
+                    assertThatThrownBy(() -> ours.apply(copy(record))).as(given.toString()).hasMessageContaining("nosuch");
+                } else {
+                    assertThat(ours.apply(copy(record)).headers().lastWithName("type").value()).as(given.toString()).isEqualTo("OrderPlaced");
+                }
+            }
+        }
+    }
+
+    @Test
+    void anEmptyJsonArrayIsLeftOutOrTypedAnOptionalArrayOfOptionalStrings() {
+        var record = change(PG_ENVELOPE, pgRow("Order", "o-7", "{\"a\":1,\"tags\":[],\"who\":{\"name\":\"x\",\"roles\":[]},\"m\":[[]]}"), "c");
+        for (var config : List.of(Map.of("table.expand.json.payload", "true"),
+                Map.of("table.expand.json.payload", "true", EMPTY_ARRAYS, "ignore"))) {
+            try (var ours = new EventRouter<SourceRecord>()) {
+                ours.configure(config);
+                var out = ours.apply(copy(record));
+                assertThat(out.valueSchema().type()).as("an array of empty arrays has no type: the payload is sent as it is")
+                        .isEqualTo(Schema.Type.STRING);
+            }
+        }
+        var withoutNested = change(PG_ENVELOPE, pgRow("Order", "o-7", "{\"a\":1,\"tags\":[],\"who\":{\"name\":\"x\",\"roles\":[]}}"), "c");
+        try (var ours = new EventRouter<SourceRecord>()) {
+            ours.configure(Map.of("table.expand.json.payload", "true"));
+            var value = (Struct) ours.apply(copy(withoutNested)).value();
+            assertThat(value.schema().field("tags")).as("left out by default, as Debezium's ignore").isNull();
+            assertThat(value.getStruct("who").schema().field("roles")).isNull();
+            assertThat(value.getInt32("a")).isEqualTo(1);
+        }
+        try (var ours = new EventRouter<SourceRecord>()) {
+            ours.configure(Map.of("table.expand.json.payload", "true", EMPTY_ARRAYS, "optional_string"));
+            var out = ours.apply(copy(record));
+            Schema tags = out.valueSchema().field("tags").schema();
+            assertThat(tags.type()).isEqualTo(Schema.Type.ARRAY);
+            assertThat(tags.isOptional()).isTrue();
+            assertThat(tags.valueSchema()).isEqualTo(Schema.OPTIONAL_STRING_SCHEMA);
+            var value = (Struct) out.value();
+            List<Object> tagValues = value.getArray("tags");
+            List<Object> roleValues = value.getStruct("who").getArray("roles");
+            List<Object> nested = value.getArray("m");
+            assertThat(tagValues).isEmpty();
+            assertThat(value.getStruct("who").schema().field("roles").schema()).isEqualTo(tags);
+            assertThat(roleValues).isEmpty();
+            assertThat(out.valueSchema().field("m").schema().valueSchema()).isEqualTo(tags);
+            assertThat(nested).containsExactly(List.of());
+            assertThat(wire(out)).contains("{\"a\":1,\"tags\":[],\"who\":{\"name\":\"x\",\"roles\":[]},\"m\":[[]]}");
         }
     }
 

@@ -95,6 +95,33 @@ class MainTest {
     }
 
     @Test
+    void debeziumsNewerEventRouterOptionsAreCarriedOverAndTheirDisagreementsRefused() throws Exception {
+        String example = Files.readString(Path.of("..", "docs", "examples", "debezium-server-postgres.properties"));
+        var file = Files.writeString(dir.resolve("application.properties"), example + """
+
+                debezium.transforms.outbox.table.field.additional.missing=ignore
+                debezium.transforms.outbox.table.json.payload.empty.array.behavior=optional_string
+                """);
+        var r = run("config", "from-debezium", file.toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        var options = io.outboxrouter.config.RouterConfigLoader.parse(r.out(), java.util.Map.of("DB_PASSWORD", "pw"))
+                .routing().eventRouter().options();
+        assertThat(options.given()).containsEntry("table.field.additional.missing", "ignore")
+                .containsEntry("table.json.payload.empty.array.behavior", "optional_string");
+        assertThat(options.optionalColumns()).containsExactly("type"); // the placed column may be missing, as Debezium's ignore says
+
+        var clash = Files.writeString(dir.resolve("clash.properties"), example + """
+
+                debezium.transforms.outbox.table.fields.additional.error.on.missing=true
+                debezium.transforms.outbox.table.field.additional.missing=ignore
+                """);
+        var refused = run("config", "from-debezium", clash.toString());
+        assertThat(refused.exit()).isEqualTo(2);
+        assertThat(refused.err()).contains("routing.event-router.table.field.additional.missing: says ignore and "
+                + "table.fields.additional.error.on.missing says true");
+    }
+
+    @Test
     void aDebeziumServerPropertyWithoutAnEquivalentIsRefusedWithTheReason() throws Exception {
         var file = Files.writeString(dir.resolve("application.properties"), """
                 debezium.sink.type=pulsar
