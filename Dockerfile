@@ -6,8 +6,8 @@ RUN ./mvnw -B -q -pl outbox-router -am package -DskipTests
 
 FROM eclipse-temurin:17-jre
 COPY --from=build /src/outbox-router/target/outbox-router.jar /opt/outbox-router/outbox-router.jar
-# The JVM options of the README (docs/operations.md says why): client compiler only, serial collector, a 128 MB heap of which 80 MB for
-# new objects, exit when it runs out. Set JAVA_TOOL_OPTIONS to replace them.
+# The JVM options of the README (docs/operations.md says why): serial collector, a 128 MB heap of which 80 MB for new
+# objects, exit when it runs out. Set JAVA_TOOL_OPTIONS to replace them.
 ENV JAVA_TOOL_OPTIONS="-XX:+UseSerialGC -Xmx128m -Xmn80m -XX:+ExitOnOutOfMemoryError"
 USER 10001
 EXPOSE 8080

@@ -14,7 +14,9 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * {@code /health/live}, {@code /health/ready} (ready = streaming from the source), {@code /metrics} (Prometheus),
+ * {@code /health/live}, {@code /health/ready} (ready = streaming from the source; with {@code ?standby=true} a process
+ * that stands by behind the lock's holder counts as ready too, for orchestrators that roll one pod after another),
+ * {@code /metrics} (Prometheus),
  * {@code /status} (JSON) and {@code /} (an HTML status page), on loopback by default. The health checks answer from
  * memory, and several threads serve requests, so a probe never waits behind a slow status page.
  */
@@ -30,7 +32,7 @@ final class HealthServer implements AutoCloseable {
     }
 
     static HealthServer start(HttpConfig http, String routerName, BooleanSupplier live, BooleanSupplier ready,
-                              Supplier<String> statusJson, Supplier<String> statusPage, RouterMetrics metrics) {
+                              BooleanSupplier standingBy, Supplier<String> statusJson, Supplier<String> statusPage, RouterMetrics metrics) {
         try {
             var server = HttpServer.create(new InetSocketAddress(http.host(), http.port()), 16);
             var executor = Executors.newFixedThreadPool(THREADS, r -> {
@@ -40,7 +42,10 @@ final class HealthServer implements AutoCloseable {
             });
             server.setExecutor(executor);
             server.createContext("/health/live", ex -> answer(ex, live.getAsBoolean(), "live"));
-            server.createContext("/health/ready", ex -> answer(ex, ready.getAsBoolean(), "ready"));
+            server.createContext("/health/ready", ex -> {
+                boolean standbyCounts = "standby=true".equals(ex.getRequestURI().getQuery());
+                answer(ex, ready.getAsBoolean() || standbyCounts && standingBy.getAsBoolean(), standbyCounts ? "ready or standby" : "ready");
+            });
             server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape()));
             server.createContext("/status", ex -> send(ex, 200, "application/json", statusJson.get()));
             server.createContext("/", ex -> {

@@ -166,7 +166,7 @@ public final class Router implements AutoCloseable {
         }
         if (config.http().enabled()) {
             http = HealthServer.start(config.http(), config.name(), () -> !completion.isDone(), this::isReady,
-                    this::statusJson, this::statusPage, metrics);
+                    () -> state() == RouterState.STANDBY, this::statusJson, this::statusPage, metrics);
         }
     }
 

@@ -61,12 +61,20 @@ class PostgresRouterBehaviourIT {
         String name = unique("standby-router").replace('_', '-');
         var file = Files.writeString(dir.resolve("standby.yml"), yaml(db, name, topics, "", 0));
         var config = RouterConfigLoader.load(file, Map.of());
+        int port;
+        try (var socket = new java.net.ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        var secondConfig = RouterConfigLoader.parse(yaml(db, name, topics, "", port), Map.of());
         try (var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*"); var c = db.connect()) {
             var first = Router.start(config);
-            try (var second = Router.start(config)) {
+            try (var second = Router.start(secondConfig)) {
                 assertThat(first.awaitStreaming(Duration.ofSeconds(60))).isTrue();
                 assertThat(second.isActive()).as("the second process stands by").isFalse();
                 assertThat(second.awaitStreaming(Duration.ofSeconds(2))).isFalse();
+                // A standby is not ready, but counts as such for a rolling update that asks with ?standby=true.
+                assertThat(httpGet(port, "/health/ready")).contains("\"DOWN\"");
+                assertThat(httpGet(port, "/health/ready?standby=true")).contains("\"UP\"");
                 assertThat(new picocli.CommandLine(new io.outboxrouter.cli.Main())
                         .execute("offsets", "reset", "--config", file.toString(), "--yes")).as("refused while it runs").isEqualTo(1);
 
@@ -81,6 +89,7 @@ class PostgresRouterBehaviourIT {
                 c.commit();
                 assertThat(second.awaitStreaming(Duration.ofSeconds(60))).as("the standby took over").isTrue();
                 kafka.awaitIds(Set.of(e2.id()), Duration.ofSeconds(60));
+                assertThat(httpGet(port, "/health/ready")).contains("\"UP\"");
                 assertThat(kafka.settle(Duration.ofSeconds(1))).extracting(KafkaEvents.Received::id).containsExactly(e1.id(), e2.id());
             } finally {
                 first.close();
