@@ -118,10 +118,15 @@ final class PostgresPreflight {
             checks.add("logical".equals(level) ? Check.pass("wal_level", "wal_level = logical")
                     : Check.fail("wal_level", "wal_level is " + level + ", logical decoding needs logical",
                     "ALTER SYSTEM SET wal_level = logical; then restart Postgres"));
-            boolean replication = "t".equals(scalar(c, "SELECT (rolreplication OR rolsuper)::text::char FROM pg_roles WHERE rolname = current_user"));
+            // Amazon RDS and Aurora give replication through membership in their rds_replication role instead of the attribute.
+            boolean replication = "t".equals(scalar(c, "SELECT (r.rolreplication OR r.rolsuper OR EXISTS (SELECT 1 FROM pg_roles g "
+                    + "WHERE g.rolname = 'rds_replication' AND pg_has_role(r.oid, g.oid, 'MEMBER')))::text::char FROM pg_roles r "
+                    + "WHERE r.rolname = current_user"));
+            boolean rds = "1".equals(scalar(c, "SELECT count(*)::text FROM pg_roles WHERE rolname = 'rds_replication'"));
             checks.add(replication ? Check.pass("replication privilege", conn.user() + " may replicate")
-                    : Check.fail("replication privilege", conn.user() + " lacks the REPLICATION attribute",
-                    "ALTER ROLE " + conn.user() + " WITH REPLICATION"));
+                    : Check.fail("replication privilege", conn.user() + (rds ? " is not a member of rds_replication"
+                            : " lacks the REPLICATION attribute"),
+                    rds ? "GRANT rds_replication TO " + conn.user() : "ALTER ROLE " + conn.user() + " WITH REPLICATION"));
             checks.add(slotCheck(c, source.postgres().slot()));
             checks.add(SlotFailover.check(c, source.postgres().slot()));
             for (String t : source.tables()) {

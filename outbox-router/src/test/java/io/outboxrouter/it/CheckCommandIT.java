@@ -116,6 +116,35 @@ class CheckCommandIT {
         assertThat(r.exit()).as(r.out()).isZero();
     }
 
+    /**
+     * Amazon RDS and Aurora give replication by membership in their rds_replication role, not by the attribute: a member
+     * passes, and a role that is not one is told the GRANT that RDS documents. On a server of its own, since roles are
+     * shared by every database of a server.
+     */
+    @Test
+    void aMemberOfRdsReplicationMayReplicate() throws Exception {
+        try (var server = PostgresServer.start()) {
+            String database = server.createDatabase("rds");
+            try (var c = server.connect(database); var st = c.createStatement()) {
+                st.execute("CREATE ROLE rds_replication NOLOGIN");
+                st.execute("CREATE ROLE app_router LOGIN PASSWORD 'secret'");
+                st.execute("CREATE TABLE public.outbox (id uuid PRIMARY KEY, aggregatetype varchar(255), aggregateid varchar(255), "
+                        + "type varchar(255), payload jsonb)");
+                st.execute("GRANT SELECT ON public.outbox TO app_router");
+            }
+            String yaml = "name: rds-router\nsource: { kind: postgres, url: \"" + server.jdbcUrl(database)
+                    + "\", user: app_router, password: secret, tables: [public.outbox] }\nkafka: { bootstrap-servers: \""
+                    + OutboxContract.kafka() + "\" }\n";
+            var before = check(yaml);
+            assertThat(before.out()).contains("FAIL  replication privilege: app_router is not a member of rds_replication",
+                    "GRANT rds_replication TO app_router");
+            try (var c = server.connect(database); var st = c.createStatement()) {
+                st.execute("GRANT rds_replication TO app_router");
+            }
+            assertThat(check(yaml).out()).contains("PASS  replication privilege: app_router may replicate");
+        }
+    }
+
     @Test
     void aMariaDbRouterSetUpRightPassesEveryCheck() throws Exception {
         var db = BinlogOutbox.mariadb(OutboxContract.unique("check"));
