@@ -14,7 +14,8 @@ import java.util.stream.Stream;
 /**
  * Every message the router can print to an operator, read from the main sources where it is written: failed
  * prerequisite checks ({@code Check.fail(name, problem, fix)}), refusals to start over a drift ({@code new Drift(problem,
- * accepted)}), the exceptions the router stops with, and the warnings and errors it logs. Values filled in at run time
+ * accepted)}), the exceptions the router stops with, the commands' refusals ({@code System.err.println("outbox-router:
+ * ...")}), and the warnings and errors it logs. Values filled in at run time
  * are shown as {@code …}. The troubleshooting page is rendered from it, so a new message cannot be missing there.
  */
 final class MessageCatalog {
@@ -28,7 +29,10 @@ final class MessageCatalog {
             "ConnectException", "DataException", "IllegalArgumentException");
     static final String ELLIPSIS = "…";
 
-    enum Kind { CONFIG, CHECK, DRIFT, LIVE, STOP, ERROR_LOG, WARNING_LOG }
+    enum Kind { CONFIG, CHECK, DRIFT, LIVE, STOP, CLI, ERROR_LOG, WARNING_LOG }
+
+    /** How the commands begin what they print on stderr when they refuse or fail. */
+    static final String CLI_PREFIX = "outbox-router: ";
 
     /** One message: its kind, where it is written, and its text (for a check: name, problem and fix). */
     record Message(Kind kind, String module, String className, String name, String text, String fix) {}
@@ -87,11 +91,18 @@ final class MessageCatalog {
                 if (args.size() == 1) {
                     out.add(new Message(Kind.LIVE, module, className, "", render(args.get(0)), ""));
                 }
-            } else if (t.is("throw") && i + 3 < tokens.size() && tokens.get(i + 1).is("new")
-                    && EXCEPTIONS.contains(tokens.get(i + 2).text) && tokens.get(i + 3).is("(")) {
-                var args = args(tokens, i + 3);
+            } else if (t.is("new") && exceptionCall(tokens, i) > 0) {
+                // Thrown here or made by a helper and thrown by its caller; the class name may be qualified.
+                var args = args(tokens, exceptionCall(tokens, i));
                 if (!args.isEmpty()) {
                     out.add(new Message(Kind.STOP, module, className, "", render(args.get(0)), ""));
+                }
+            } else if (t.is("System") && i + 5 < tokens.size() && tokens.get(i + 1).is(".") && tokens.get(i + 2).is("err")
+                    && tokens.get(i + 3).is(".") && tokens.get(i + 4).is("println") && tokens.get(i + 5).is("(")) {
+                var args = args(tokens, i + 5);
+                String text = args.isEmpty() ? "" : render(args.get(0));
+                if (text.startsWith(CLI_PREFIX)) {
+                    out.add(new Message(Kind.CLI, module, className, "", text.substring(CLI_PREFIX.length()), ""));
                 }
             } else if ((t.is("LOG") || t.is("log") || t.is(")")) && i + 3 < tokens.size() && tokens.get(i + 1).is(".")
                     && (tokens.get(i + 2).is("error") || tokens.get(i + 2).is("warn")) && tokens.get(i + 3).is("(")) {
@@ -104,6 +115,18 @@ final class MessageCatalog {
             }
         }
         return out.stream().filter(m -> words(m.text()) >= 2 || words(m.fix()) >= 2).toList();
+    }
+
+    /**
+     * Where the argument list of {@code new [Qualifier.]SomeException(} opens, when the token at {@code i} is that
+     * {@code new} and the exception is one whose message reaches the operator; else -1.
+     */
+    private static int exceptionCall(List<Token> tokens, int i) {
+        int j = i + 1;
+        while (j + 2 < tokens.size() && tokens.get(j + 1).is(".")) {
+            j += 2;
+        }
+        return j + 1 < tokens.size() && EXCEPTIONS.contains(tokens.get(j).text) && tokens.get(j + 1).is("(") ? j + 1 : -1;
     }
 
     /** A bare {@code fail(...)} counts inside Check itself; elsewhere only {@code Check.fail(...)}. */

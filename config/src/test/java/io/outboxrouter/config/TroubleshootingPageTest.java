@@ -97,6 +97,9 @@ class TroubleshootingPageTest {
                         + "until `run --accept-gap`. The cases and the way back: [database-changes.md](database-changes.md).\n",
                 Kind.STOP, "### Stops and refusals (exit 1)\n\nThe one line `run` (or another command) prints on stderr before it exits "
                         + "1; the router also logs it. A stop while running first makes `/health/ready` answer 503.\n",
+                Kind.CLI, "### Command refusals (exit 1, or 2 for bad usage)\n\nWhat a command other than `run` prints on stderr, after "
+                        + "`outbox-router:`, when it refuses (a router with that name runs, a missing `--yes`, a position it "
+                        + "cannot use) or fails.\n",
                 Kind.ERROR_LOG, "### Errors logged\n\nLogged at ERROR, counted in `logback_events_total{level=\"error\"}` and shown on "
                         + "the status page among the recent problems.\n",
                 Kind.WARNING_LOG, "### Warnings logged\n\nLogged at WARN, counted in `logback_events_total{level=\"warn\"}` and shown "
