@@ -148,8 +148,19 @@ final class RouterContender implements Contender {
         command.addAll(plain ? options("BENCH_ROUTER_PLAIN_OPTS") : RECOMMENDED_JVM_OPTIONS);
         command.addAll(options("BENCH_ROUTER_JVM_OPTS")); // e.g. a JFR recording, for profiling
         command.addAll(List.of("-jar", Benchmark.routerJar().toString(), "run", "--config", config.toString()));
-        process = ChildProcess.start(command, dir, Map.of(), dir.resolve(name + ".log"));
+        process = ChildProcess.start(command, dir, environment(plain ? "BENCH_ROUTER_PLAIN_ENV" : "BENCH_ROUTER_ENV"), dir.resolve(name + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/health/ready", Duration.ofSeconds(120), t0);
+    }
+
+    /** Environment variables for the router process from a variable of the benchmark's: {@code NAME=value NAME2=value2}. */
+    private static Map<String, String> environment(String variable) {
+        var out = new java.util.LinkedHashMap<String, String>();
+        for (String pair : System.getenv().getOrDefault(variable, "").trim().split("\\s+")) {
+            if (pair.contains("=")) {
+                out.put(pair.substring(0, pair.indexOf('=')), pair.substring(pair.indexOf('=') + 1));
+            }
+        }
+        return out;
     }
 
     /** JVM options from an environment variable, {@code {name}} replaced by the contender's name and the time. */
