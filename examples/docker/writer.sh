@@ -5,7 +5,7 @@ until psql -qtAc 'SELECT 1' >/dev/null 2>&1; do sleep 1; done
 # The router publishes what commits after its replication slot exists (snapshot: none): wait for its first start to
 # make it, or the first orders would never reach Kafka.
 slot=${ROUTER_SLOT:-shop_router}
-until [ "$(psql -qtAc "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'" 2>/dev/null)" = "1" ]; do
+until [ "$(psql -qtAc "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot' AND confirmed_flush_lsn IS NOT NULL" 2>/dev/null)" = "1" ]; do
   echo "writer: waiting for the router's replication slot $slot"
   sleep 1
 done

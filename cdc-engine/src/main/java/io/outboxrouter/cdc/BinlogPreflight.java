@@ -35,7 +35,7 @@ final class BinlogPreflight {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
-            checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
+            checks.add(Check.pass("source connection", "connected to " + conn.redactedUrl() + " as " + conn.user()));
             expect(c, "log_bin", "ON", "start the server with --log-bin (log_bin = ON in my.cnf)", checks);
             expect(c, "binlog_format", "ROW", "SET GLOBAL binlog_format = 'ROW' (and binlog_format = ROW in my.cnf)", checks);
             expect(c, "binlog_row_image", "FULL", "SET GLOBAL binlog_row_image = 'FULL' (and in my.cnf)", checks);
@@ -69,7 +69,7 @@ final class BinlogPreflight {
                     "GRANT " + String.join(", ", lacking) + " ON *.* TO '" + conn.user() + "'"));
             return checks;
         } catch (SQLException e) {
-            checks.add(Check.connectionFailed(conn.url(), e));
+            checks.add(Check.connectionFailed(conn.redactedUrl(), e));
             return checks;
         }
     }

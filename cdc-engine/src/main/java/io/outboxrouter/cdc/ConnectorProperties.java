@@ -42,7 +42,7 @@ final class ConnectorProperties {
         p.setProperty("database.user", source.connection().user());
         p.setProperty("database.password", source.connection().password().reveal());
         // The URL's TLS settings for the connector's own connections too (it never reads the URL); debezium.* wins below.
-        SourceTls.connectorProperties(source.kind(), source.connection().url()).forEach(p::setProperty);
+        SourceTls.connectorProperties(source.kind(), source.connection().url(), config.debezium()).forEach(p::setProperty);
         // No outbox table (a tableless outbox of logical decoding messages): an include list that matches no table, since an
         // empty one means every table (whose schemas the connector would load, and snapshot).
         p.setProperty("table.include.list", source.tables().isEmpty() ? NO_TABLE

@@ -32,6 +32,8 @@ final class PositionCheck {
                 table.createIfMissing();
             } else if (!table.exists()) {
                 return Optional.empty();
+            } else {
+                table.requireKnownLayout();
             }
             var gap = table.gap(config.name()).map(PositionCheck::gapText);
             // A loss recorded while the router ran names its rows from an earlier point than the catalog kept: that one is not compared.

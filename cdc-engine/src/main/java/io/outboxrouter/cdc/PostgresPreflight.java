@@ -81,7 +81,7 @@ final class PostgresPreflight {
             }
             return filters;
         } catch (SQLException e) {
-            throw new SourceSetupException("cannot prepare the source database " + conn.url() + ": " + e.getMessage(), e);
+            throw new SourceSetupException("cannot prepare the source database " + conn.redactedUrl() + ": " + e.getMessage(), e);
         }
     }
 
@@ -113,7 +113,7 @@ final class PostgresPreflight {
         var conn = source.connection();
         var checks = new ArrayList<Check>();
         try (Connection c = conn.open()) {
-            checks.add(Check.pass("source connection", "connected to " + conn.url() + " as " + conn.user()));
+            checks.add(Check.pass("source connection", "connected to " + conn.redactedUrl() + " as " + conn.user()));
             String level = scalar(c, "SHOW wal_level");
             checks.add("logical".equals(level) ? Check.pass("wal_level", "wal_level = logical")
                     : Check.fail("wal_level", "wal_level is " + level + ", logical decoding needs logical",
@@ -148,7 +148,7 @@ final class PostgresPreflight {
             }
             PostgresPublication.publishedRowsCheck(c, source.postgres().publication(), source.tables(), columns, read).ifPresent(checks::add);
         } catch (SQLException e) {
-            checks.add(Check.connectionFailed(conn.url(), e));
+            checks.add(Check.connectionFailed(conn.redactedUrl(), e));
         }
         return checks;
     }

@@ -227,7 +227,7 @@ final class PostgresShards {
             }
             startTogether(c, layout, pg.shards());
         } catch (SQLException e) {
-            throw new SourceSetupException("cannot create the shards' replication slots on " + source.connection().url() + ": "
+            throw new SourceSetupException("cannot create the shards' replication slots on " + source.connection().redactedUrl() + ": "
                     + e.getMessage(), e);
         }
     }

@@ -111,7 +111,7 @@ public final class EffectiveConfig {
     }
 
     private static void putConnection(Map<String, Object> m, JdbcConnection conn) {
-        m.put("url", conn.url());
+        m.put("url", conn.redactedUrl());
         if (conn.user() != null) {
             m.put("user", conn.user());
         }

@@ -24,6 +24,14 @@ public record JdbcConnection(String url, String user, Secret password) {
         return DriverManager.getConnection(url, p);
     }
 
+    /**
+     * The URL with the value of every parameter that may be a secret (a name with {@code password} or {@code secret} in
+     * it, and {@code user}) shown as {@code …}, for messages and {@code config}: TLS settings stay readable.
+     */
+    public String redactedUrl() {
+        return url.replaceAll("(?i)([?&;](?:[^=&;]*(?:password|secret)[^=&;]*|user)=)[^&;]*", "$1…");
+    }
+
     /** The URL without its query string (which may carry credentials), for messages. */
     public String displayUrl() {
         return url.replaceAll("\\?.*", "");

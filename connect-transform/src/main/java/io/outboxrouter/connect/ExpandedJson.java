@@ -134,6 +134,9 @@ final class ExpandedJson {
             return a;
         }
         if (a.type() == Schema.Type.ARRAY && b.type() == Schema.Type.ARRAY) {
+            if (a.equals(EMPTY_ARRAY) || b.equals(EMPTY_ARRAY)) {
+                return a; // an empty array's optional_string type meets a typed one: the first seen is kept, as Debezium does
+            }
             return SchemaBuilder.array(merge(a.valueSchema(), b.valueSchema(), path)).optional().build();
         }
         if (a.type() == Schema.Type.STRUCT && b.type() == Schema.Type.STRUCT) {

@@ -122,7 +122,28 @@ public final class OffsetTable implements AutoCloseable {
 
     /** Whether the table exists yet (the first start creates it); looked up without writing anything. */
     public boolean exists() {
-        return store.tableExists();
+        // A probe rather than the catalog: it resolves the name as every other statement here does (schema search path,
+        // case folding, a database prefix on MySQL).
+        return run("look for table " + table, c -> {
+            try (var st = c.createStatement()) {
+                st.setQueryTimeout(JdbcStore.QUERY_TIMEOUT_SECONDS);
+                st.executeQuery("SELECT 1 FROM " + table + " WHERE 1 = 0").close();
+                return true;
+            } catch (SQLException e) {
+                if (!"42P01".equals(e.getSQLState()) && !"42S02".equals(e.getSQLState())) { // undefined table
+                    throw e;
+                }
+                if (!c.getAutoCommit()) {
+                    c.rollback();
+                }
+                return false;
+            }
+        });
+    }
+
+    /** Refuses, without writing anything, a table whose layout a newer outbox-router wrote ({@link #createIfMissing} migrates). */
+    public void requireKnownLayout() {
+        layoutVersion().filter(v -> v > LAYOUT_VERSION).ifPresent(v -> OffsetTableLayout.refuseNewer(this, v));
     }
 
     /**

@@ -18,9 +18,7 @@ final class OffsetTableLayout {
         // No version row: a table made before versions were kept (layout 1) when it has rows, else one made just now.
         int version = table.layoutVersion().orElseGet(() -> anyRows(table) ? 1 : OffsetTable.LAYOUT_VERSION);
         if (version > OffsetTable.LAYOUT_VERSION) {
-            throw new OffsetStoreException("offsets table " + table.table() + " has layout version " + version + ", written by a newer "
-                    + "outbox-router; this one reads up to version " + OffsetTable.LAYOUT_VERSION + ". Run the newer version (a downgrade would "
-                    + "misread its positions)", null);
+            refuseNewer(table, version);
         }
         for (int v = version; v < OffsetTable.LAYOUT_VERSION; v++) {
             MIGRATIONS.get(v - 1).accept(table);
@@ -28,6 +26,12 @@ final class OffsetTableLayout {
         if (table.layoutVersion().filter(v -> v >= OffsetTable.LAYOUT_VERSION).isEmpty()) {
             raiseLayout(table);
         }
+    }
+
+    static void refuseNewer(OffsetTable table, int version) {
+        throw new OffsetStoreException("offsets table " + table.table() + " has layout version " + version + ", written by a newer "
+                + "outbox-router; this one reads up to version " + OffsetTable.LAYOUT_VERSION + ". Run the newer version (a downgrade would "
+                + "misread its positions)", null);
     }
 
     /**

@@ -50,6 +50,18 @@ class CheckCommandIT {
                 "PASS  offsets table", "PASS  kafka: reached", "All checks passed.").doesNotContain("FAIL");
         assertThat(tableExists(db, "outbox_router_offsets")).as("check changes nothing: the offsets table waits for the first start")
                 .isFalse();
+
+        // A table a newer outbox-router wrote is refused by check too, as at a start, without being touched.
+        try (var c = db.connect(); var st = c.createStatement()) {
+            st.execute("CREATE TABLE outbox_router_offsets (router_name varchar(255) NOT NULL, offset_key varchar(255) NOT NULL, "
+                    + "offset_value text, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (router_name, offset_key))");
+            st.execute("INSERT INTO outbox_router_offsets (router_name, offset_key, offset_value) VALUES ('*', 'outbox-router.layout', "
+                    + "'{\"version\":99}')");
+            c.commit();
+        }
+        var newer = check("name: check-router\n" + db.sourceYaml() + "kafka: { bootstrap-servers: \"" + OutboxContract.kafka() + "\" }\n");
+        assertThat(newer.exit()).isEqualTo(1);
+        assertThat(newer.out()).contains("FAIL  stored position", "has layout version 99, written by a newer outbox-router");
     }
 
     private static boolean tableExists(OutboxDatabase db, String table) throws Exception {
