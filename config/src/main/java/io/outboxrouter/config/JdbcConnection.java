@@ -29,6 +29,11 @@ public record JdbcConnection(String url, String user, Secret password) {
      * it, and {@code user}) shown as {@code …}, for messages and {@code config}: TLS settings stay readable.
      */
     public String redactedUrl() {
+        return redact(url);
+    }
+
+    /** As {@link #redactedUrl()}, for a URL held on its own. */
+    public static String redact(String url) {
         return url.replaceAll("(?i)([?&;](?:[^=&;]*(?:password|secret)[^=&;]*|user)=)[^&;]*", "$1…");
     }
 

@@ -129,7 +129,17 @@ public final class JdbcSchemaHistory extends AbstractSchemaHistory {
 
     @Override
     public synchronized boolean storageExists() {
-        return store().tableExists();
+        return store().run("look for table " + store.table(), c -> {
+            String name = store.table().contains(".") ? store.table().substring(store.table().indexOf('.') + 1) : store.table();
+            try (var rs = c.getMetaData().getTables(c.getCatalog(), null, name, null)) {
+                if (rs.next()) {
+                    return true;
+                }
+            }
+            try (var rs = c.getMetaData().getTables(c.getCatalog(), null, name.toUpperCase(), null)) {
+                return rs.next();
+            }
+        });
     }
 
     @Override

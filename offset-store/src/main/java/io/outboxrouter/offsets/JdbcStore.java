@@ -82,21 +82,6 @@ final class JdbcStore implements AutoCloseable {
         return dialect;
     }
 
-    /** Whether the table exists, looked up in the connection's catalog (a schema prefix is left to the search path). */
-    boolean tableExists() {
-        return run("look for table " + table, c -> {
-            String name = table.contains(".") ? table.substring(table.indexOf('.') + 1) : table;
-            try (var rs = c.getMetaData().getTables(c.getCatalog(), null, name, null)) {
-                if (rs.next()) {
-                    return true;
-                }
-            }
-            try (var rs = c.getMetaData().getTables(c.getCatalog(), null, name.toUpperCase(java.util.Locale.ROOT), null)) {
-                return rs.next();
-            }
-        });
-    }
-
     /** Runs one unit of work in its own transaction, retrying transient failures. */
     <T> T run(String operation, Work<T> work) {
         try {

@@ -1,6 +1,7 @@
 package io.outboxrouter.app;
 
 import io.outboxrouter.cdc.SourceSetupException;
+import io.outboxrouter.config.JdbcConnection;
 import io.outboxrouter.config.RouterConfig;
 import io.outboxrouter.kafka.OffsetsTopic;
 import io.outboxrouter.offsets.OffsetTable;
@@ -67,7 +68,7 @@ record SourceToken(String token, boolean tableWins) {
 
     private static String describeOffsets(RouterConfig config) {
         var o = OffsetTableSettings.offsets(config);
-        return o.table() + " at " + o.url().replaceAll("(?i)(password|user)=[^&;]*", "$1=…");
+        return o.table() + " at " + JdbcConnection.redact(o.url());
     }
 
     /** The mark written beside the positions in the offsets topic. */
