@@ -31,11 +31,39 @@ public record Check(String name, boolean ok, String detail, String fix) {
     /** A failed connection to the source, with the fix its SQLState points to. */
     static Check connectionFailed(String url, java.sql.SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
-        String hint = state.startsWith("28") ? "check source.user and source.password"
+        String tls = tlsHint(e);
+        String hint = tls != null ? tls
+                : state.startsWith("28") ? "check source.user and source.password"
                 : state.startsWith("08") ? "check that the database at " + url + " is running and reachable"
                 : state.startsWith("3D") || state.startsWith("42000") ? "check the database name in source.url"
                 : "check the source settings";
         return fail("source connection", "cannot use the source database " + url + ": " + e.getMessage(), hint);
+    }
+
+    /**
+     * The fix for a connection refused over TLS, from the server's refusal or the handshake's failure; null when TLS is
+     * not what failed. Each driver words these its own way, so the texts of all three are matched.
+     */
+    static String tlsHint(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            String m = String.valueOf(t.getMessage());
+            if (m.contains("no encryption") || m.contains("require_secure_transport") || m.contains("--require-secure-transport")
+                    || m.contains("insecure transport")) {
+                return "the server accepts TLS connections only: set TLS in source.url (Postgres: sslmode=verify-full&sslrootcert=<CA file>; "
+                        + "MySQL: sslMode=VERIFY_IDENTITY; MariaDB: sslMode=verify-full), see docs/security.md";
+            }
+            if (m.contains("client certificate") || m.contains("certificate authentication failed")) {
+                return "the server asks for a client certificate: name it in source.url (Postgres: sslcert=<cert PEM>&sslkey=<key .pk8 or .p12>; "
+                        + "MySQL/MariaDB: a client keystore), its common name the user's, see docs/security.md";
+            }
+            if (t instanceof javax.net.ssl.SSLException || t instanceof java.security.cert.CertificateException
+                    || t instanceof java.security.cert.CertPathValidatorException || m.contains("PKIX") || m.contains("SSL error")) {
+                return "the TLS handshake failed: the server's certificate must be signed by the authority source.url trusts (Postgres: "
+                        + "sslrootcert; MySQL/MariaDB: the truststore or serverSslCert), and under verify-full name the host in source.url; "
+                        + "see docs/security.md";
+            }
+        }
+        return null;
     }
 
     /** Whether a table has every column the router reads; checked at start, not discovered row by row in the dead letters. */

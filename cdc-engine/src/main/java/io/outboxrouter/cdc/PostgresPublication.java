@@ -31,8 +31,7 @@ final class PostgresPublication {
             return PostgresPreflight.missingBehindSlot(publication, slot);
         }
         if (published.isEmpty()) {
-            return Check.pass("publication", "publication " + publication + " will be created on first start (" + create
-                    + "; this needs ownership of the tables, else run it as their owner)");
+            return toBeCreated(c, publication, create, tables);
         }
         var missing = tables.stream().filter(t -> !published.get().contains(t)).toList();
         if (partitioned && !viaRoot(c, publication)) {
@@ -44,6 +43,38 @@ final class PostgresPublication {
                 : " publishes " + String.join(", ", tables)))
                 : Check.fail("publication", "publication " + publication + " exists but does not publish " + String.join(", ", missing),
                 "ALTER PUBLICATION " + publication + " ADD TABLE " + String.join(", ", missing));
+    }
+
+    /**
+     * A publication the router will create at first start: passed only when its role may (CREATE on the database and
+     * ownership of every table, or superuser), else the start would fail where {@code check} said all was well.
+     */
+    static Check toBeCreated(Connection c, String publication, String create, List<String> tables) throws SQLException {
+        var lacks = new ArrayList<String>();
+        try (var st = c.createStatement(); var rs = st.executeQuery("SELECT rolsuper, has_database_privilege(current_database(), 'CREATE'), "
+                + "current_user, current_database() FROM pg_roles WHERE rolname = current_user")) {
+            if (rs.next() && !rs.getBoolean(1)) {
+                String role = rs.getString(3);
+                if (!rs.getBoolean(2)) {
+                    lacks.add("CREATE on database " + rs.getString(4) + " (GRANT CREATE ON DATABASE " + rs.getString(4) + " TO " + role + ")");
+                }
+                for (String t : tables) {
+                    try (var ps = c.prepareStatement("SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = ?::regclass")) {
+                        ps.setString(1, t);
+                        try (var owner = ps.executeQuery()) {
+                            if (owner.next() && !owner.getBoolean(1)) {
+                                lacks.add("ownership of " + t + " (ALTER TABLE " + t + " OWNER TO " + role + ")");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if (lacks.isEmpty()) {
+            return Check.pass("publication", "publication " + publication + " will be created on first start (" + create + ")");
+        }
+        return Check.fail("publication", "publication " + publication + " is missing, and the router's role cannot create it: it lacks "
+                + String.join(", ", lacks), "create it yourself as the tables' owner: " + create + "; or grant what it lacks");
     }
 
     /**

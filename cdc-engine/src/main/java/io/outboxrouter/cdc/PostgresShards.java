@@ -96,8 +96,7 @@ final class PostgresShards {
             return checks;
         }
         if (published.isEmpty()) {
-            checks.add(Check.pass("publication", "publication " + pg.publication() + " will be created on first start (" + create
-                    + "; this needs ownership of the tables, else run it as their owner)"));
+            checks.add(PostgresPublication.toBeCreated(c, pg.publication(), create, source.tables()));
             return checks;
         }
         var wrong = new ArrayList<String>();

@@ -116,11 +116,15 @@ final class JdbcStore implements AutoCloseable {
     /**
      * Lost connections (also one the server ended after a pause inside a transaction), timeouts and serialization
      * conflicts are worth another try; bad credentials, a missing
-     * database or table and bad SQL are not, even when the pool wraps them in a "transient" exception.
+     * database or table, bad SQL and a server certificate that does not verify are not, even when the pool wraps them
+     * in a "transient" exception.
      */
     static boolean isTransient(Throwable e) {
         boolean transientSeen = false;
         for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.security.GeneralSecurityException) {
+                return false; // the TLS handshake's verdict on a certificate or key: the same on every try
+            }
             if (t instanceof SQLException s && s.getSQLState() != null) {
                 String state = s.getSQLState();
                 if (state.startsWith("28") || state.startsWith("42") || state.startsWith("3D") || state.startsWith("3F")) {

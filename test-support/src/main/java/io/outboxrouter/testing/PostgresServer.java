@@ -21,16 +21,28 @@ public final class PostgresServer implements DatabaseServer {
 
     private final Path dataDir;
     private final int port;
+    /** Settings beyond the test defaults, e.g. TLS and an {@code hba_file} of the test's own. */
+    private final java.util.Map<String, String> extraConfig;
     private EmbeddedPostgres pg;
 
     private PostgresServer(Path dataDir, int port) {
+        this(dataDir, port, java.util.Map.of());
+    }
+
+    private PostgresServer(Path dataDir, int port, java.util.Map<String, String> extraConfig) {
         this.dataDir = dataDir;
         this.port = port;
+        this.extraConfig = extraConfig;
     }
 
     public static PostgresServer start() {
+        return start(java.util.Map.of());
+    }
+
+    /** A server of its own with these {@code postgresql.conf} settings on top of the test defaults. */
+    public static PostgresServer start(java.util.Map<String, String> extraConfig) {
         try {
-            var server = new PostgresServer(Files.createTempDirectory("outbox-router-pg"), freePort());
+            var server = new PostgresServer(Files.createTempDirectory("outbox-router-pg"), freePort(), extraConfig);
             server.startProcess();
             return server;
         } catch (IOException e) {
@@ -40,7 +52,7 @@ public final class PostgresServer implements DatabaseServer {
 
     private void startProcess() {
         try {
-            pg = EmbeddedPostgres.builder()
+            var builder = EmbeddedPostgres.builder()
                     .setPort(port)
                     .setDataDirectory(dataDir)
                     // Never "clean": zonky deletes a clean data directory on close(), which would lose it across restart().
@@ -55,8 +67,9 @@ public final class PostgresServer implements DatabaseServer {
                     .setServerConfig("synchronous_commit", "on")
                     .setServerConfig("track_commit_timestamp", "on") // replay in commit order
                     .setServerConfig("fsync", "off")
-                    .setServerConfig("full_page_writes", "off")
-                    .start();
+                    .setServerConfig("full_page_writes", "off");
+            extraConfig.forEach(builder::setServerConfig);
+            pg = builder.start();
         } catch (IOException e) {
             throw new UncheckedIOException("could not start embedded Postgres on port " + port, e);
         }
