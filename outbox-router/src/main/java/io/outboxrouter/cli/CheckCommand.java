@@ -5,13 +5,13 @@ import io.outboxrouter.cdc.Check;
 import io.outboxrouter.cdc.Source;
 import io.outboxrouter.config.KafkaConfig;
 import io.outboxrouter.config.RouterConfig;
+import io.outboxrouter.kafka.KafkaClients;
 import io.outboxrouter.kafka.ProducerSettings;
 import io.outboxrouter.offsets.OffsetStoreException;
 import io.outboxrouter.retention.RetentionChecks;
 import io.outboxrouter.retry.Retry;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -20,13 +20,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -157,9 +155,8 @@ final class CheckCommand implements Callable<Integer> {
                     + maxTimeout / 1000 + " s): the longest a source transaction may take to stream"));
         }
         String probe = KafkaConfig.transactionalId(c.name()) + ".check";
-        var producerConfig = ProducerSettings.transactional(c.kafka(), "outbox-router-check", probe);
-        producerConfig.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis()));
-        try (var producer = new KafkaProducer<>(producerConfig, new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (var producer = KafkaClients.transactionalProducer(c.kafka(), "outbox-router-check", probe,
+                java.util.Map.of(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis())))) {
             producer.initTransactions();
             checks.add(Check.pass("transactional id", "the producer may use transactional ids (tried " + probe + "; the router uses "
                     + KafkaConfig.transactionalId(c.name()) + (c.source().postgres().sharded() ? "-shard-<i>-of-<N>" : "") + ")"));
@@ -209,12 +206,8 @@ final class CheckCommand implements Callable<Integer> {
     }
 
     private static List<Check> kafkaChecks(RouterConfig c) {
-        var props = new HashMap<String, Object>(c.kafka().producer());
-        props.keySet().removeIf(k -> !AdminClientConfig.configNames().contains(k));
-        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, c.kafka().bootstrapServers());
-        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) KAFKA_TIMEOUT.toMillis());
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) KAFKA_TIMEOUT.toMillis());
-        try (var admin = Admin.create(props)) {
+        try (var admin = KafkaClients.admin(c.kafka(), "outbox-router-check", java.util.Map.of(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG,
+                (int) KAFKA_TIMEOUT.toMillis(), AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) KAFKA_TIMEOUT.toMillis()))) {
             var cluster = admin.describeCluster();
             var nodes = cluster.nodes().get(KAFKA_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
             var checks = new ArrayList<Check>();

@@ -7,7 +7,6 @@ import java.util.UUID;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /** Consumers and admin clients with the router's connection and security settings (its producer's, filtered). */
 final class ClientConfigs {
@@ -27,7 +26,7 @@ final class ClientConfigs {
         props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
         props.putAll(more);
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, clientIdPrefix + UUID.randomUUID());
-        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        return KafkaClients.consumer(props);
     }
 
     static Map<String, Object> admin(Properties producerConfig) {

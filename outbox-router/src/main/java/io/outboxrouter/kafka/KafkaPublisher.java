@@ -15,13 +15,13 @@ import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.ClusterAuthorizationException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
@@ -68,7 +68,7 @@ public final class KafkaPublisher implements EventSink {
     }
 
     private KafkaPublisher(Properties producerConfig, Retry retry, RouterListener listener) {
-        this(() -> new KafkaProducer<>(producerConfig), retry, listener, TopicProbe.of(producerConfig),
+        this(() -> KafkaClients.producer(producerConfig), retry, listener, TopicProbe.of(producerConfig),
                 ProducerSettings.maxRequestBytes(producerConfig));
     }
 
@@ -236,7 +236,14 @@ public final class KafkaPublisher implements EventSink {
         for (var e : errorsByTopic.entrySet()) {
             if (e.getValue() instanceof TopicAuthorizationException denied) {
                 return new UnwritableTopicException("the producer is not authorized to write to " + denied.unauthorizedTopics()
-                        + ": grant WRITE and DESCRIBE on them to the router's principal (kafka.producer security settings)", denied);
+                        + ": grant WRITE and DESCRIBE on them to the router's principal (the ACL list: docs/security.md)", denied);
+            }
+        }
+        for (var e : errorsByTopic.entrySet()) {
+            if (e.getValue() instanceof ClusterAuthorizationException denied) {
+                return new UnwritableTopicException("the producer is not authorized to start on the cluster (writing to " + errorsByTopic.keySet()
+                        + "): an idempotent producer needs WRITE on the topics it writes, or IDEMPOTENT_WRITE on the cluster; grant WRITE "
+                        + "and DESCRIBE on them to the router's principal (the ACL list: docs/security.md)", denied);
             }
         }
         var timedOut = TopicProbe.timedOut(errorsByTopic);

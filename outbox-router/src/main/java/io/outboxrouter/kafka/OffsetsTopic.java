@@ -12,7 +12,6 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
@@ -20,9 +19,7 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,7 +56,7 @@ public final class OffsetsTopic {
      * @throws IllegalStateException with the fix, when the topic exists but is not compacted
      */
     public int ensureExists(int partitions) throws ExecutionException, InterruptedException, java.util.concurrent.TimeoutException {
-        try (var admin = Admin.create(adminConfig())) {
+        try (var admin = KafkaClients.admin(adminConfig())) {
             try {
                 admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty())
                         .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT))))
@@ -188,7 +185,7 @@ public final class OffsetsTopic {
             InterruptedException, java.util.concurrent.TimeoutException {
         int partition = partitionOf(shardIndex, ensureExists(shards));
         var config = ProducerSettings.transactional(kafka, "outbox-router-offsets", KafkaConfig.transactionalId(streamName));
-        try (var producer = new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (var producer = KafkaClients.producer(config)) {
             producer.initTransactions();
             producer.beginTransaction();
             for (var e : entries.entrySet()) {

@@ -17,7 +17,6 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
@@ -25,7 +24,6 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,7 +101,7 @@ public final class ParkingTopic {
      * @return how many partitions it has, and its id
      */
     public Layout ensureExists(int partitions) throws ExecutionException, InterruptedException {
-        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
             if (!admin.listTopics().names().get().contains(topic)) {
                 try {
                     var created = admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()).configs(Map.of(
@@ -261,7 +259,7 @@ public final class ParkingTopic {
 
     /** An admin client for {@link #kept}, kept by whoever looks again and again; the caller closes it. */
     public Admin admin() {
-        return Admin.create(ClientConfigs.admin(clientConfig));
+        return KafkaClients.admin(ClientConfigs.admin(clientConfig));
     }
 
     /** What {@link #kept} found: the topic's id, and each partition's first offset kept. */
@@ -270,7 +268,7 @@ public final class ParkingTopic {
 
     /** Whether the topic exists (for the commands, which create nothing). */
     public boolean exists() throws ExecutionException, InterruptedException {
-        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
             return admin.listTopics().names().get().contains(topic);
         }
     }
@@ -290,7 +288,7 @@ public final class ParkingTopic {
         props.putAll(clientConfig);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
-        try (var producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (var producer = KafkaClients.producer(props)) {
             return java.time.Instant.ofEpochMilli(producer.send(record.toRecord(topic)).get().timestamp());
         }
     }

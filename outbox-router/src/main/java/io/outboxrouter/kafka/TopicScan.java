@@ -12,7 +12,6 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -47,7 +46,7 @@ public final class TopicScan {
 
     /** The topics whose names match, sorted. */
     public List<String> topics(Pattern names) throws ExecutionException, InterruptedException {
-        try (var admin = Admin.create(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
             return admin.listTopics().names().get().stream().filter(t -> names.matcher(t).matches()).sorted().toList();
         }
     }

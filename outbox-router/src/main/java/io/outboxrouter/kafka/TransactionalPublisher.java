@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
@@ -88,7 +87,7 @@ public final class TransactionalPublisher implements EventSink {
     public static TransactionalPublisher of(KafkaConfig kafka, String streamName, String transactionalId, int streams,
                                             Duration initialBackoff, RouterListener listener) {
         var producerConfig = ProducerSettings.transactional(kafka, streamName, transactionalId, streams);
-        return new TransactionalPublisher(streamName, transactionalId, kafka.offsetsTopic(), () -> new KafkaProducer<>(producerConfig),
+        return new TransactionalPublisher(streamName, transactionalId, kafka.offsetsTopic(), () -> KafkaClients.producer(producerConfig),
                 new Retry(initialBackoff, KafkaPublisher.MAX_BACKOFF, kafka.giveUpAfter()), listener, TopicProbe.of(producerConfig),
                 ProducerSettings.maxRequestBytes(producerConfig), streams);
     }

@@ -68,6 +68,33 @@ final class RouterProcess implements AutoCloseable {
         return cmd;
     }
 
+    /** What a command printed (stdout and stderr together), and its exit code. */
+    record Finished(int exit, String out) {
+    }
+
+    /** {@code java <the README's options> -jar outbox-router.jar <args>} with {@code env}, to its end. */
+    static Finished exec(java.util.Map<String, String> env, Duration timeout, String... args) throws IOException, InterruptedException {
+        var builder = new ProcessBuilder(command(JvmSettings.RECOMMENDED_OPTIONS, args)).redirectErrorStream(true);
+        builder.environment().putAll(env);
+        var process = builder.start();
+        var out = new java.io.ByteArrayOutputStream();
+        var reader = new Thread(() -> {
+            try {
+                process.getInputStream().transferTo(out);
+            } catch (IOException e) {
+                // the process ended
+            }
+        });
+        reader.start();
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.destroyForcibly();
+            reader.join(5_000);
+            throw new IllegalStateException(String.join(" ", args) + " still running after " + timeout + ":\n" + out);
+        }
+        reader.join(5_000);
+        return new Finished(process.exitValue(), out.toString(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
     /** {@code run --once}: waits for the process to exit and returns its exit code. */
     static int runOnce(Path config, Path log, Duration timeout) throws IOException, InterruptedException {
         var process = new ProcessBuilder(command(JvmSettings.RECOMMENDED_OPTIONS, "run", "--once", "--config", config.toString()))
