@@ -17,7 +17,7 @@ final class ClientConfigs {
     static KafkaConsumer<byte[], byte[]> consumer(Properties producerConfig, String clientIdPrefix, Map<String, Object> more) {
         var props = new Properties();
         producerConfig.forEach((k, v) -> {
-            if (ConsumerConfig.configNames().contains((String) k) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
+            if (applies((String) k, ConsumerConfig.configNames()) && !k.equals(ConsumerConfig.CLIENT_ID_CONFIG)) {
                 props.put(k, v);
             }
         });
@@ -29,10 +29,18 @@ final class ClientConfigs {
         return KafkaClients.consumer(props);
     }
 
+    /**
+     * Whether a producer setting applies to a client with these settings: one of its own, or a config provider's
+     * ({@code config.providers.*}), without which a {@code ${dir:...}} or {@code ${file:...}} value stays unresolved.
+     */
+    static boolean applies(String key, java.util.Set<String> clientSettings) {
+        return clientSettings.contains(key) || key.equals("config.providers") || key.startsWith("config.providers.");
+    }
+
     static Map<String, Object> admin(Properties producerConfig) {
         var props = new HashMap<String, Object>();
         producerConfig.forEach((k, v) -> {
-            if (AdminClientConfig.configNames().contains((String) k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
+            if (applies((String) k, AdminClientConfig.configNames()) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
                 props.put((String) k, v);
             }
         });

@@ -8,6 +8,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -21,19 +22,51 @@ public final class KafkaClients {
     private KafkaClients() {
     }
 
+    /**
+     * A client that could not be made: its settings are wrong (a keystore that does not open, a JAAS line that does not
+     * parse, a config provider that cannot be found). Making a client connects to nothing, so trying again cannot help.
+     */
+    public static final class SetupException extends IllegalStateException {
+        SetupException(String kind, KafkaException e) {
+            super("cannot make a Kafka " + kind + " with the kafka.producer settings: " + causes(e), e);
+        }
+
+        private static String causes(Throwable e) {
+            var text = new StringBuilder();
+            for (Throwable t = e; t != null && t != t.getCause(); t = t.getCause()) {
+                if (t.getMessage() != null && !text.toString().contains(t.getMessage())) {
+                    text.append(text.length() == 0 ? "" : ": ").append(t.getMessage());
+                }
+            }
+            return text.toString();
+        }
+    }
+
     /** A producer of byte keys and values with these settings (made by {@link ProducerSettings}). */
     static Producer<byte[], byte[]> producer(Properties settings) {
-        return new KafkaProducer<>(settings, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            return new KafkaProducer<>(settings, new ByteArraySerializer(), new ByteArraySerializer());
+        } catch (KafkaException e) {
+            throw new SetupException("producer", e);
+        }
     }
 
     /** A consumer of byte keys and values with these settings (made by {@link ClientConfigs#consumer}). */
     static KafkaConsumer<byte[], byte[]> consumer(Properties settings) {
-        return new KafkaConsumer<>(settings, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        try {
+            return new KafkaConsumer<>(settings, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        } catch (KafkaException e) {
+            throw new SetupException("consumer", e);
+        }
     }
 
     /** An admin client with these settings (made by {@link ClientConfigs#admin}). */
     static Admin admin(Map<String, Object> settings) {
-        return Admin.create(settings);
+        try {
+            return Admin.create(settings);
+        } catch (KafkaException e) {
+            throw new SetupException("admin client", e);
+        }
     }
 
     /** An admin client with the router's connection and security settings, and {@code overrides} (timeouts) on top. */

@@ -267,7 +267,7 @@ public final class KafkaPublisher implements EventSink {
 
     /** Setup errors and records the broker will never take are not retried; outages and timeouts are. */
     static boolean isRetryable(Throwable e) {
-        return !(e instanceof UnwritableTopicException || e instanceof AuthenticationException || e instanceof AuthorizationException
+        return !(e instanceof UnwritableTopicException || e instanceof KafkaClients.SetupException || e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof InvalidConfigurationException
                 || e instanceof ConfigException);
     }

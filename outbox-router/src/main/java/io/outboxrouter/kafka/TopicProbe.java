@@ -36,7 +36,7 @@ public interface TopicProbe {
         return topics -> {
             var props = new HashMap<String, Object>();
             producerConfig.forEach((k, v) -> {
-                if (AdminClientConfig.configNames().contains((String) k)) {
+                if (ClientConfigs.applies((String) k, AdminClientConfig.configNames())) {
                     props.put((String) k, v);
                 }
             });

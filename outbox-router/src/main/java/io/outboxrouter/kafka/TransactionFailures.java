@@ -79,7 +79,8 @@ final class TransactionFailures {
      * a producer closed under a batch of a stream that was stopped, which must not retry onto anything else).
      */
     static boolean isRetryable(Throwable e) {
-        return !(e instanceof TransactionalPublisher.FencedOutException || e instanceof UnrecoverableException || e instanceof AuthorizationException
+        return !(e instanceof TransactionalPublisher.FencedOutException || e instanceof KafkaClients.SetupException
+                || e instanceof UnrecoverableException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof IllegalStateException || e instanceof NullPointerException
                 || !KafkaPublisher.isRetryable(e));
     }

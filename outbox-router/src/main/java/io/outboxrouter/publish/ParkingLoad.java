@@ -38,7 +38,7 @@ record ParkingLoad(ParkedAggregates parked, Map<TopicPartition, Long> ends, Uuid
                 }
                 Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
                 boolean givingUp = !topic.giveUpAfter().isZero() && System.nanoTime() - started > topic.giveUpAfter().toNanos();
-                if (givingUp || cause instanceof AuthorizationException) {
+                if (givingUp || cause instanceof AuthorizationException || cause instanceof io.outboxrouter.kafka.KafkaClients.SetupException) {
                     throw new IllegalStateException("cannot read the parking topic " + topic.name() + " (routing.dead-letters.parking-topic): "
                             + cause.getMessage(), cause);
                 }

@@ -108,12 +108,16 @@ final class RouterProcess implements AutoCloseable {
 
     /** Waits for /health/ready (streaming connected); fails with the router's log when it exits first. */
     RouterProcess awaitReady(Duration timeout) {
-        await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> {
-            if (!process.isAlive()) {
-                throw new IllegalStateException("router exited with " + process.exitValue() + ":\n" + logTail());
-            }
-            return ready();
-        });
+        try {
+            await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("router exited with " + process.exitValue() + ":\n" + logTail());
+                }
+                return ready();
+            });
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            throw new AssertionError("router not ready within " + timeout + "; its log ends:\n" + logTail(), e);
+        }
         return this;
     }
 

@@ -135,20 +135,25 @@ class SecureKafkaIT {
                 """.formatted(kafka.saslSslServers(), certs.truststore());
     }
 
-    private static String mutualTls(TestCertificates.Issued client) {
+    /** Mutual TLS, the keystore's password read by Kafka's own config provider from a mounted secret (a file per key). */
+    private static String mutualTls(TestCertificates.Issued client) throws IOException {
+        var secrets = Files.createDirectories(dir.resolve("secrets-" + System.nanoTime()));
+        Files.writeString(secrets.resolve("keystore-password"), TestCertificates.PASSWORD);
         return """
                 kafka:
                   bootstrap-servers: %s
                   producer:
+                    config.providers: dir
+                    config.providers.dir.class: org.apache.kafka.common.config.provider.DirectoryConfigProvider
                     security.protocol: SSL
                     ssl.keystore.type: PKCS12
                     ssl.keystore.location: %s
-                    ssl.keystore.password: ${KAFKA_KEYSTORE_PASSWORD}
-                    ssl.key.password: ${KAFKA_KEYSTORE_PASSWORD}
+                    ssl.keystore.password: ${dir:%s:keystore-password}
+                    ssl.key.password: ${dir:%3$s:keystore-password}
                     ssl.truststore.type: PKCS12
                     ssl.truststore.location: %s
                     ssl.truststore.password: ${KAFKA_TRUSTSTORE_PASSWORD}
-                """.formatted(kafka.sslServers(), client.keystore(), certs.truststore());
+                """.formatted(kafka.sslServers(), client.keystore(), secrets, certs.truststore());
     }
 
     private Path config(String name, PostgresOutbox db, String topics, String more, String kafkaBlock, int httpPort) throws IOException {
