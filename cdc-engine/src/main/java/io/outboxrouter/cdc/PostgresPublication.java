@@ -59,8 +59,12 @@ final class PostgresPublication {
                     lacks.add("CREATE on database " + rs.getString(4) + " (GRANT CREATE ON DATABASE " + rs.getString(4) + " TO " + role + ")");
                 }
                 for (String t : tables) {
-                    try (var ps = c.prepareStatement("SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = ?::regclass")) {
-                        ps.setString(1, t);
+                    // A table not there yet (the heartbeat table the router creates, one tableCheck reports) is left out.
+                    try (var ps = c.prepareStatement("SELECT pg_has_role(c.relowner, 'USAGE') FROM pg_class c JOIN pg_namespace n "
+                            + "ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?")) {
+                        int dot = t.indexOf('.');
+                        ps.setString(1, dot < 0 ? "public" : t.substring(0, dot));
+                        ps.setString(2, dot < 0 ? t : t.substring(dot + 1));
                         try (var owner = ps.executeQuery()) {
                             if (owner.next() && !owner.getBoolean(1)) {
                                 lacks.add("ownership of " + t + " (ALTER TABLE " + t + " OWNER TO " + role + ")");

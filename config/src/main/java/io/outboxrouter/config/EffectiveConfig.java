@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
 /** Prints the configuration in effect, defaults filled in, as YAML with the same keys, secrets masked. */
 public final class EffectiveConfig {
     /** Pass-through keys whose values are credentials. */
-    private static final Pattern SECRET_KEY = Pattern.compile("(?i).*(password|secret|jaas|token|credential).*");
+    private static final Pattern SECRET_KEY = Pattern.compile("(?i).*(password|secret|jaas|token|credential).*|.*\\.key");
     /** A string that YAML could read as a number: quoted when it would not read back as itself. */
     private static final Pattern NUMBER_LIKE = Pattern.compile("[-+]?[.0-9]");
     /** Reads YAML as the loader does. */

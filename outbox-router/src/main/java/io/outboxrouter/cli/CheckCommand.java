@@ -162,7 +162,8 @@ final class CheckCommand implements Callable<Integer> {
                     + KafkaConfig.transactionalId(c.name()) + (c.source().postgres().sharded() ? "-shard-<i>-of-<N>" : "") + ")"));
         } catch (TransactionalIdAuthorizationException e) {
             checks.add(Check.fail("transactional id", "the producer may not use transactional id " + probe, "grant WRITE and DESCRIBE "
-                    + "on TransactionalId with the prefix " + KafkaConfig.transactionalId(c.name()) + " to the router's principal"));
+                    + "on TransactionalId " + KafkaConfig.transactionalId(c.name()) + " and on those prefixed " + KafkaConfig.transactionalId(c.name())
+                    + ". and " + KafkaConfig.transactionalId(c.name()) + "-shard- to the router's principal (the ACL list: docs/security.md)"));
         } catch (RuntimeException e) {
             checks.add(Check.fail("transactional id", "initTransactions() with " + probe + " failed: " + Retry.describe(e),
                     "check the transaction coordinator (the brokers' transaction.state.log.* settings and logs)"));
@@ -228,6 +229,11 @@ final class CheckCommand implements Callable<Integer> {
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
+            }
+            if (e.getCause() instanceof org.apache.kafka.common.errors.ClusterAuthorizationException) {
+                return List.of(Check.fail("kafka", "reached " + c.kafka().bootstrapServers() + ", but the router's principal may not read "
+                        + "the brokers' settings: " + e.getCause().getMessage(), "grant DescribeConfigs on the Cluster to the router's "
+                        + "principal (the ACL list: docs/security.md)"));
             }
             return List.of(Check.fail("kafka", "cannot reach " + c.kafka().bootstrapServers() + " within " + KAFKA_TIMEOUT.toSeconds()
                     + " s: " + Retry.describe(e), "check kafka.bootstrap-servers, the network, and kafka.producer security settings"));

@@ -42,12 +42,27 @@ public final class KafkaClients {
         }
     }
 
+    /**
+     * A client's construction failed: for its settings (a {@link SetupException}), or for the network (no bootstrap
+     * host resolves yet, a login that fetches a token), which an outage explains and a later try may pass.
+     */
+    static RuntimeException failed(String kind, KafkaException e) {
+        for (Throwable t = e; t != null && t != t.getCause(); t = t.getCause()) {
+            if (t instanceof java.net.UnknownHostException || t instanceof java.net.SocketException
+                    || t instanceof java.net.SocketTimeoutException || t instanceof java.net.http.HttpTimeoutException
+                    || t instanceof org.apache.kafka.common.config.ConfigException && String.valueOf(t.getMessage()).contains("resolvable")) {
+                return e;
+            }
+        }
+        return new SetupException(kind, e);
+    }
+
     /** A producer of byte keys and values with these settings (made by {@link ProducerSettings}). */
     static Producer<byte[], byte[]> producer(Properties settings) {
         try {
             return new KafkaProducer<>(settings, new ByteArraySerializer(), new ByteArraySerializer());
         } catch (KafkaException e) {
-            throw new SetupException("producer", e);
+            throw failed("producer", e);
         }
     }
 
@@ -56,7 +71,7 @@ public final class KafkaClients {
         try {
             return new KafkaConsumer<>(settings, new ByteArrayDeserializer(), new ByteArrayDeserializer());
         } catch (KafkaException e) {
-            throw new SetupException("consumer", e);
+            throw failed("consumer", e);
         }
     }
 
@@ -65,7 +80,7 @@ public final class KafkaClients {
         try {
             return Admin.create(settings);
         } catch (KafkaException e) {
-            throw new SetupException("admin client", e);
+            throw failed("admin client", e);
         }
     }
 

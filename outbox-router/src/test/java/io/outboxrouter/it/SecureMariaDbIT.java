@@ -131,7 +131,7 @@ class SecureMariaDbIT {
         }
         assertThat(Files.readString(log)).doesNotContain(ROUTER_PASSWORD, TestCertificates.PASSWORD);
 
-        // Without TLS the server refuses, and check names the fix; without the client certificate too.
+        // Without TLS the server refuses, and check names the fix.
         var plain = RouterProcess.exec(java.util.Map.of(), Duration.ofSeconds(90), "check", "--config",
                 Files.writeString(dir.resolve("plain.yml"), Files.readString(config).replace(url(database, verifyFull()), url(database, "")))
                         .toString());

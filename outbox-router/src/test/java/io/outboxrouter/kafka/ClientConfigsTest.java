@@ -30,6 +30,28 @@ class ClientConfigsTest {
     }
 
     @Test
+    void consumersKeepThemToo() {
+        try (var consumer = ClientConfigs.consumer(withoutProviders(), "test-", Map.of())) {
+            assertThat(consumer).isNotNull();
+        }
+        assertThat(ClientConfigs.applies("config.providers.dir.class", java.util.Set.of())).isTrue();
+        assertThat(ClientConfigs.applies("linger.ms", org.apache.kafka.clients.consumer.ConsumerConfig.configNames())).isFalse();
+    }
+
+    private static Properties withoutProviders() {
+        var p = new Properties();
+        p.put("bootstrap.servers", "127.0.0.1:9093");
+        return p;
+    }
+
+    @Test
+    void aBootstrapHostThatDoesNotResolveYetIsAnOutageNotASetupError() {
+        var settings = Map.<String, Object>of("bootstrap.servers", "no-such-host.invalid:9092");
+        assertThatThrownBy(() -> KafkaClients.admin(settings)).isNotInstanceOf(KafkaClients.SetupException.class)
+                .satisfies(e -> assertThat(KafkaPublisher.isRetryable(e)).isTrue());
+    }
+
+    @Test
     void aClientThatCannotBeMadeSaysWhyAndIsNotRetried() {
         var settings = Map.<String, Object>of("bootstrap.servers", "127.0.0.1:9093", "security.protocol", "SSL",
                 "ssl.keystore.location", "/nonexistent/router.p12", "ssl.keystore.password", "x");

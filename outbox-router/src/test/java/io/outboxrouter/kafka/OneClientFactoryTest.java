@@ -25,11 +25,11 @@ class OneClientFactoryTest {
 
     /** What makes a client, and the one file allowed to. */
     private static final Map<Pattern, String> FACTORIES = Map.of(
-            Pattern.compile("new\\s+KafkaProducer\\s*<|new\\s+KafkaConsumer\\s*<|\\bAdmin(Client)?\\.create\\(|KafkaAdminClient"),
+            Pattern.compile("new\\s+[\\w.]*Kafka(Producer|Consumer|ShareConsumer)\\s*[<(]|\\bAdmin(Client)?\\s*\\.\\s*create\\s*\\(|KafkaAdminClient"),
             "outbox-router/src/main/java/io/outboxrouter/kafka/KafkaClients.java",
-            Pattern.compile("DriverManager\\.getConnection|\\.getConnection\\(\\s*url"),
+            Pattern.compile("\\bDriverManager\\b|\\.getDriver\\("),
             "config/src/main/java/io/outboxrouter/config/JdbcConnection.java",
-            Pattern.compile("new\\s+HikariConfig|new\\s+HikariDataSource"),
+            Pattern.compile("new\\s+[\\w.]*(HikariConfig|DataSource)\\s*\\("),
             "offset-store/src/main/java/io/outboxrouter/offsets/JdbcStore.java",
             // The connector's own connections (the replication stream among them) get source.url's TLS settings there.
             Pattern.compile("\"database\\.password\""),
