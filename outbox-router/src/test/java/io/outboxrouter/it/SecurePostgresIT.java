@@ -113,7 +113,10 @@ class SecurePostgresIT {
         var db = database("tls");
         String topics = OutboxContract.unique("tls");
         int httpPort = OutboxContract.freePort();
-        var config = Files.writeString(dir.resolve("tls.yml"), yaml("tls-router", url(db, verifyFull(certs)), topics, httpPort));
+        // The password from a mounted secret, as docs/security.md shows.
+        var secret = Files.writeString(dir.resolve("db-password"), ROUTER_PASSWORD + "\n");
+        var config = Files.writeString(dir.resolve("tls.yml"), yaml("tls-router", url(db, verifyFull(certs)), topics, httpPort)
+                .replace("  password: " + ROUTER_PASSWORD + "\n", "  password-file: " + secret + "\n"));
         var log = dir.resolve("tls-router.log");
         try (var router = RouterProcess.start(config, httpPort, log).awaitReady(Duration.ofSeconds(90));
              var kafka = new KafkaEvents(OutboxContract.kafka(), topics + "\\..*")) {
