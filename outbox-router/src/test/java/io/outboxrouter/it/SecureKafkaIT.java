@@ -249,6 +249,29 @@ class SecureKafkaIT {
             outputs.add(printed.out());
             assertThat(router.stop(Duration.ofSeconds(30))).isZero();
         }
+
+        // The slot lost while the router is stopped: offsets recover publishes the rows since through the same settings.
+        try (var c = TestServers.postgres().connect(db.database()); var st = c.createStatement()) {
+            st.execute("SELECT pg_drop_replication_slot('" + name.replace('-', '_') + "')");
+        }
+        var recover = RouterProcess.exec(env, Duration.ofSeconds(120), "offsets", "recover", "--config", config.toString());
+        assertThat(recover.exit()).as(recover.out()).isZero();
+        outputs.add(recover.out());
+
+        // Two shards from one: reshard runs the earlier layout to its end through the producer, then the new layout streams.
+        var sharded = Files.writeString(dir.resolve(name + "-sharded.yml"), Files.readString(config).replace(
+                "  tables: [public.outbox, public.outbox_binary]\n", "  tables: [public.outbox]\n  postgres: { shards: 2 }\n"));
+        var later = write(db, "reshard", 6);
+        var reshard = RouterProcess.exec(env, Duration.ofSeconds(180), "reshard", "--config", sharded.toString(), "--timeout", "120s");
+        assertThat(reshard.exit()).as(reshard.out()).isZero();
+        outputs.add(reshard.out());
+        try (var router = RouterProcess.start(sharded, httpPort, log, env).awaitReady(Duration.ofSeconds(90));
+             var events = new KafkaEvents(kafka.bootstrapServers(), topics + "\\..*")) {
+            var ids = write(db, "shards", 9);
+            ids.addAll(later);
+            events.awaitIds(ids, Duration.ofSeconds(60), router);
+            assertThat(router.stop(Duration.ofSeconds(30))).isZero();
+        }
         outputs.add(Files.readString(log));
         for (var out : outputs) {
             assertNoSecret("an output of the router", out);
