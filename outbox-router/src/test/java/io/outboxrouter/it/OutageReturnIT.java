@@ -118,7 +118,9 @@ class OutageReturnIT {
                 System.out.printf("outage (%s): ready %d ms after the database was back%n", label, ms(ready - back));
                 Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> written.size() > before + 20);
                 var sinceBack = new HashSet<UUID>();
-                written.subList(before, written.size()).forEach(e -> sinceBack.add(e.id()));
+                synchronized (written) { // the writer goes on appending: a view taken outside the lock is stale at once
+                    written.subList(before, written.size()).forEach(e -> sinceBack.add(e.id()));
+                }
                 kafka.awaitIds(sinceBack, Duration.ofSeconds(180));
                 long publishing = System.nanoTime();
                 stop.set(true);
