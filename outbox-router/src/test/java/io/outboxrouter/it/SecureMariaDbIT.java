@@ -42,8 +42,6 @@ class SecureMariaDbIT {
         server = MariaDbServer.start(List.of(MariaDbServer.GRANTS_ON, "--ssl-ca=" + certs.caPem(), "--ssl-cert=" + serverCert.certPem(),
                 "--ssl-key=" + serverCert.keyPem()));
         try (var c = root(""); var st = c.createStatement()) {
-            st.execute("CREATE USER '" + ROUTER_USER + "'@'%' IDENTIFIED BY '" + ROUTER_PASSWORD + "' REQUIRE X509");
-            st.execute("GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + ROUTER_USER + "'@'%'");
             st.execute("SET GLOBAL require_secure_transport = ON");
         }
     }
@@ -80,7 +78,11 @@ class SecureMariaDbIT {
             st.execute("CREATE TABLE " + database + ".outbox (id char(36) PRIMARY KEY, aggregatetype varchar(255) NOT NULL, "
                     + "aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload json, "
                     + "created_at timestamp(6) NOT NULL DEFAULT current_timestamp(6))");
-            st.execute("GRANT CREATE, INSERT, UPDATE, DELETE ON " + database + ".* TO '" + ROUTER_USER + "'@'%'");
+            // What docs/mysql-mariadb.md grants, and a client certificate required of the user.
+            for (String sql : DocumentedGrants.of("mysql-mariadb.md", "## The router's user", ROUTER_USER, ROUTER_PASSWORD, database)) {
+                st.execute(sql);
+            }
+            st.execute("ALTER USER '" + ROUTER_USER + "'@'%' REQUIRE X509");
         }
         String topics = OutboxContract.unique("mtls");
         int httpPort = OutboxContract.freePort();
