@@ -45,13 +45,12 @@ public record Check(String name, boolean ok, String detail, String fix) {
      * not what failed. Each driver words these its own way, so the texts of all three are matched.
      */
     static String tlsHint(Throwable e) {
+        if (io.outboxrouter.config.JdbcConnection.refusedWithoutTls(e)) {
+            return "the server accepts TLS connections only: set TLS in source.url (Postgres: sslmode=verify-full&sslrootcert=<CA file>; "
+                    + "MySQL: sslMode=VERIFY_IDENTITY; MariaDB: sslMode=verify-full), see docs/security.md";
+        }
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             String m = String.valueOf(t.getMessage());
-            if (m.contains("no encryption") || m.contains("require_secure_transport") || m.contains("--require-secure-transport")
-                    || m.contains("insecure transport")) {
-                return "the server accepts TLS connections only: set TLS in source.url (Postgres: sslmode=verify-full&sslrootcert=<CA file>; "
-                        + "MySQL: sslMode=VERIFY_IDENTITY; MariaDB: sslMode=verify-full), see docs/security.md";
-            }
             if (m.contains("client certificate") || m.contains("certificate authentication failed")) {
                 return "the server asks for a client certificate: name it in source.url (Postgres: sslcert=<cert PEM>&sslkey=<key .pk8 or .p12>; "
                         + "MySQL/MariaDB: a client keystore), its common name the user's, see docs/security.md";

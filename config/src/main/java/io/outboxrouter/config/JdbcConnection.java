@@ -37,6 +37,21 @@ public record JdbcConnection(String url, String user, Secret password) {
         return url.replaceAll("(?i)([?&;](?:[^=&;]*(?:password|secret)[^=&;]*|user)=)[^&;]*", "$1…");
     }
 
+    /**
+     * Whether the server refused this connection for not using TLS (Postgres's pg_hba "no encryption", MySQL's and
+     * MariaDB's require_secure_transport): the URL must change, so trying again cannot help.
+     */
+    public static boolean refusedWithoutTls(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            String m = String.valueOf(t.getMessage());
+            if (m.contains("no encryption") || m.contains("require_secure_transport") || m.contains("require-secure-transport")
+                    || m.contains("insecure transport")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The URL without its query string (which may carry credentials), for messages. */
     public String displayUrl() {
         return url.replaceAll("\\?.*", "");

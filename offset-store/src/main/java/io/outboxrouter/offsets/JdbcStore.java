@@ -120,14 +120,13 @@ final class JdbcStore implements AutoCloseable {
      * in a "transient" exception.
      */
     static boolean isTransient(Throwable e) {
+        if (io.outboxrouter.config.JdbcConnection.refusedWithoutTls(e)) {
+            return false;
+        }
         boolean transientSeen = false;
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof java.security.GeneralSecurityException) {
                 return false; // the TLS handshake's verdict on a certificate or key: the same on every try
-            }
-            String message = String.valueOf(t.getMessage());
-            if (message.contains("insecure transport") || message.contains("no encryption")) {
-                return false; // a server that takes TLS connections only, asked without: the URL must change
             }
             if (t instanceof SQLException s && s.getSQLState() != null) {
                 String state = s.getSQLState();

@@ -154,7 +154,8 @@ final class CheckCommand implements Callable<Integer> {
             checks.add(Check.pass("transaction timeout", "a Kafka transaction may stay open " + timeout / 1000 + " s (the brokers allow "
                     + maxTimeout / 1000 + " s): the longest a source transaction may take to stream"));
         }
-        String probe = KafkaConfig.transactionalId(c.name()) + ".check";
+        String transactionalId = KafkaConfig.transactionalId(c.name());
+        String probe = transactionalId + ".check";
         try (var producer = KafkaClients.transactionalProducer(c.kafka(), "outbox-router-check", probe,
                 java.util.Map.of(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(KAFKA_TIMEOUT.toMillis())))) {
             producer.initTransactions();
@@ -162,8 +163,8 @@ final class CheckCommand implements Callable<Integer> {
                     + KafkaConfig.transactionalId(c.name()) + (c.source().postgres().sharded() ? "-shard-<i>-of-<N>" : "") + ")"));
         } catch (TransactionalIdAuthorizationException e) {
             checks.add(Check.fail("transactional id", "the producer may not use transactional id " + probe, "grant WRITE and DESCRIBE "
-                    + "on TransactionalId " + KafkaConfig.transactionalId(c.name()) + " and on those prefixed " + KafkaConfig.transactionalId(c.name())
-                    + ". and " + KafkaConfig.transactionalId(c.name()) + "-shard- to the router's principal (the ACL list: docs/security.md)"));
+                    + "on TransactionalId " + transactionalId + " and on those prefixed " + transactionalId + ". and " + transactionalId
+                    + "-shard- to the router's principal (the ACL list: docs/security.md)"));
         } catch (RuntimeException e) {
             checks.add(Check.fail("transactional id", "initTransactions() with " + probe + " failed: " + Retry.describe(e),
                     "check the transaction coordinator (the brokers' transaction.state.log.* settings and logs)"));

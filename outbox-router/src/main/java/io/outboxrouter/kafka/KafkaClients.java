@@ -84,6 +84,11 @@ public final class KafkaClients {
         }
     }
 
+    /** An admin client with the part of these producer settings that applies to it ({@link ClientConfigs#admin}). */
+    static Admin admin(Properties producerSettings) {
+        return admin(ClientConfigs.admin(producerSettings));
+    }
+
     /** An admin client with the router's connection and security settings, and {@code overrides} (timeouts) on top. */
     public static Admin admin(KafkaConfig kafka, String clientId, Map<String, Object> overrides) {
         var settings = new HashMap<>(ClientConfigs.admin(ProducerSettings.atLeastOnce(kafka, clientId)));

@@ -101,7 +101,7 @@ public final class ParkingTopic {
      * @return how many partitions it has, and its id
      */
     public Layout ensureExists(int partitions) throws ExecutionException, InterruptedException {
-        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(clientConfig)) {
             if (!admin.listTopics().names().get().contains(topic)) {
                 try {
                     var created = admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()).configs(Map.of(
@@ -259,7 +259,7 @@ public final class ParkingTopic {
 
     /** An admin client for {@link #kept}, kept by whoever looks again and again; the caller closes it. */
     public Admin admin() {
-        return KafkaClients.admin(ClientConfigs.admin(clientConfig));
+        return KafkaClients.admin(clientConfig);
     }
 
     /** What {@link #kept} found: the topic's id, and each partition's first offset kept. */
@@ -268,7 +268,7 @@ public final class ParkingTopic {
 
     /** Whether the topic exists (for the commands, which create nothing). */
     public boolean exists() throws ExecutionException, InterruptedException {
-        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(clientConfig)) {
             return admin.listTopics().names().get().contains(topic);
         }
     }

@@ -34,12 +34,7 @@ public interface TopicProbe {
     static TopicProbe of(Properties producerConfig) {
         Duration timeout = Duration.ofSeconds(2);
         return topics -> {
-            var props = new HashMap<String, Object>();
-            producerConfig.forEach((k, v) -> {
-                if (ClientConfigs.applies((String) k, AdminClientConfig.configNames())) {
-                    props.put((String) k, v);
-                }
-            });
+            var props = new HashMap<>(ClientConfigs.admin(producerConfig));
             props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
             props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
             try (var admin = KafkaClients.admin(props)) {

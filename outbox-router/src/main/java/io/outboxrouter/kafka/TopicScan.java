@@ -46,7 +46,7 @@ public final class TopicScan {
 
     /** The topics whose names match, sorted. */
     public List<String> topics(Pattern names) throws ExecutionException, InterruptedException {
-        try (var admin = KafkaClients.admin(ClientConfigs.admin(clientConfig))) {
+        try (var admin = KafkaClients.admin(clientConfig)) {
             return admin.listTopics().names().get().stream().filter(t -> names.matcher(t).matches()).sorted().toList();
         }
     }
