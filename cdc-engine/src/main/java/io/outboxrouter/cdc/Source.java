@@ -13,9 +13,12 @@ public sealed interface Source extends SourceConnector, SourcePreflight, Positio
     /** The source's outbox tables as SQL, for retention, {@code replay} and {@code audit}. */
     OutboxSql outboxSql();
 
-    /** The source of a router's configuration. */
+    /** The source of a router's configuration; the one place a kind is mapped to its implementation. */
     static Source of(RouterConfig config) {
-        return config.source().kind().isBinlog() ? new BinlogSource(config) : new PostgresSource(config);
+        return switch (config.source().kind()) { // exhaustive: a new kind does not compile until it has a Source
+            case POSTGRES -> new PostgresSource(config);
+            case MYSQL, MARIADB -> new BinlogSource(config);
+        };
     }
 
     /** Whether the router's stored position still adds up with the database, as a check (for {@code check}). */

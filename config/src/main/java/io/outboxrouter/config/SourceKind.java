@@ -22,7 +22,10 @@ public enum SourceKind {
 
     /** Whether the stream is a binlog (MySQL, MariaDB) rather than the WAL: how the source is read, its SQL and its DDL. */
     public boolean isBinlog() {
-        return this != POSTGRES;
+        return switch (this) { // exhaustive: a new kind does not compile until it says how it is read
+            case POSTGRES -> false;
+            case MYSQL, MARIADB -> true;
+        };
     }
 
     /**
@@ -31,17 +34,17 @@ public enum SourceKind {
      * resumed by position or GTID.
      */
     public boolean hasSlots() {
-        return this == POSTGRES;
+        return !isBinlog();
     }
 
     /** Whether each row names the transaction that wrote it (Postgres {@code xmin}), for {@code replay --from-xid}. */
     public boolean hasTransactionIds() {
-        return this == POSTGRES;
+        return !isBinlog();
     }
 
     /** Whether the server can keep each transaction's commit time (Postgres {@code track_commit_timestamp}). */
     public boolean canKeepCommitTimes() {
-        return this == POSTGRES;
+        return !isBinlog();
     }
 
     /**
