@@ -39,7 +39,7 @@ public final class Benchmark {
     private final Results results = new Results();
     private final long backlog1 = quick ? 10_000 : 100_000;
     private final long backlog100 = quick ? 40_000 : 200_000;
-    private final Duration window = Duration.ofSeconds(quick ? 8 : 20);
+    private final Duration window = Duration.ofSeconds(quick ? 8 : 12);
     private final LatencyRuns latencies = new LatencyRuns(results, window);
     private String bootstrap;
 
@@ -206,7 +206,18 @@ public final class Benchmark {
                 c.arrivals().rate(), c.arrivals().rateSince(startedMicros), cpu, rss, machine));
     }
 
-    /** The rate ladder ({@link LatencyRuns}); each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}). */
+    /** One contender's pass over the ladder; {@code first} on the first round only (idle CPU, start-up times). */
+    @FunctionalInterface
+    private interface LadderPass {
+        void run(int round) throws Exception;
+    }
+
+    /**
+     * The rate ladder ({@link LatencyRuns}); each contender on a fresh slot and an empty outbox ({@link BenchDb#reset}).
+     * The contenders the goals compare (the raw slot reader, the router, Debezium Server, the 10 ms relay) run the ladder
+     * {@code bench.latency.rounds} times (3 by default, 1 in the quick profile), in a rotating order, and each rung keeps
+     * its median round: the machine's hour moves a rung more than a contender does. The others run it once.
+     */
     private void latency(BenchDb db) throws Exception {
         // What Debezium's queue alone costs while idle, in this JVM, for the router's default poll interval and longer ones.
         var queue = QueueIdleProbe.measure(List.of(10, 25, 50, 100), Duration.ofSeconds(quick ? 3 : 5));
@@ -215,77 +226,115 @@ public final class Benchmark {
                 .append(Results.fmt1(percent)).append('%'));
         results.notes.add("Debezium's change event queue polled empty by one thread, by poll interval (the router's idle floor at each "
                 + "`source.poll-interval`): " + probe + " of a core.");
+        var compared = new ArrayList<LadderPass>();
+        var once = new ArrayList<LadderPass>();
         // The limit: a plain replication client timing each INSERT it receives.
-        var raw = new RawSlotReader(db, "raw_latency", true);
-        if (wanted(raw)) {
-            db.reset();
-            db.createSlot(raw.slot());
-            try (raw) {
-                raw.start();
-                latencies.measure(db, raw);
-            }
-            db.dropSlot(raw.slot());
+        if (wanted("raw")) {
+            compared.add(round -> {
+                db.reset();
+                db.createSlot("raw_latency");
+                try (var reader = new RawSlotReader(db, "raw_latency", true)) {
+                    reader.start();
+                    latencies.measure(db, reader);
+                }
+                db.dropSlot("raw_latency");
+            });
         }
-        var router = new RouterContender(db, "router-latency", "bench-router-latency", bootstrap, out, freePort());
-        if (wanted(router)) {
-            db.reset();
-            db.createSlot(router.slot());
-            try (router) {
-                Duration start = router.start();
-                latencies.idleCpu(router);
-                latencies.measure(db, router);
-                Duration restart = router.restart();
-                results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
-            }
-            db.dropSlot(router.slot());
+        // Each round's router has a name of its own, so its own slot, stored position and topics: a fresh start, as the first.
+        if (wanted("router")) {
+            compared.add(round -> {
+                boolean first = round == 0;
+                db.reset();
+                try (var router = new RouterContender(db, "router-latency" + suffix(round), "bench-router-latency" + suffix(round), bootstrap,
+                        out, freePort())) {
+                    db.createSlot(router.slot());
+                    Duration start = router.start();
+                    if (first) {
+                        latencies.idleCpu(router);
+                    }
+                    latencies.measure(db, router);
+                    if (first) {
+                        Duration restart = router.restart();
+                        results.startup.add(new Results.Startup("Postgres", router.name(), start, restart));
+                    }
+                    db.dropSlot(router.slot());
+                }
+            });
         }
-        // An A/B of one setting (BENCH_ROUTER_PLAIN_*), only when asked for: the same rates right after the router's.
-        var plain = new RouterContender(db, "routerplain-latency", "bench-routerplain-latency", bootstrap, out, freePort()).plain();
-        if (System.getenv("BENCH_CONTENDERS") != null && wanted(plain)) {
-            db.reset();
-            db.createSlot(plain.slot());
-            try (plain) {
-                plain.start();
-                latencies.idleCpu(plain);
-                latencies.measure(db, plain);
-            }
-            db.dropSlot(plain.slot());
+        // An A/B of one setting (BENCH_ROUTER_PLAIN_*), only when asked for: compared with the router round by round.
+        if (System.getenv("BENCH_CONTENDERS") != null && wanted("router-plain")) {
+            compared.add(round -> {
+                db.reset();
+                try (var plain = new RouterContender(db, "routerplain-latency" + suffix(round), "bench-routerplain-latency" + suffix(round),
+                        bootstrap, out, freePort()).plain()) {
+                    db.createSlot(plain.slot());
+                    plain.start();
+                    if (round == 0) {
+                        latencies.idleCpu(plain);
+                    }
+                    latencies.measure(db, plain);
+                    db.dropSlot(plain.slot());
+                }
+            });
         }
         // Commit to a read_committed consumer: a record is visible once its Kafka transaction committed.
-        var exactlyOnce = new RouterContender(db, "routereos-latency", "bench-routereos-latency", bootstrap, out, freePort(), 1, true);
-        if (wanted(exactlyOnce)) {
-            db.reset();
-            db.createSlot(exactlyOnce.slot());
-            try (exactlyOnce) {
-                Duration start = exactlyOnce.start();
-                latencies.measure(db, exactlyOnce);
-                Duration restart = exactlyOnce.restart();
-                results.startup.add(new Results.Startup("Postgres", exactlyOnce.name(), start, restart));
-            }
-            db.dropSlot(exactlyOnce.slot());
+        if (wanted("exactly-once")) {
+            once.add(round -> {
+                db.reset();
+                try (var exactlyOnce = new RouterContender(db, "routereos-latency", "bench-routereos-latency", bootstrap, out, freePort(), 1,
+                        true)) {
+                    db.createSlot(exactlyOnce.slot());
+                    Duration start = exactlyOnce.start();
+                    latencies.measure(db, exactlyOnce);
+                    Duration restart = exactlyOnce.restart();
+                    results.startup.add(new Results.Startup("Postgres", exactlyOnce.name(), start, restart));
+                    db.dropSlot(exactlyOnce.slot());
+                }
+            });
         }
-        var dbz = debeziumServer(db, "dbzs_latency");
-        if (dbz.isPresent()) {
-            db.reset();
-            db.createSlot("dbzs_latency");
-            try (var c = dbz.get()) {
-                Duration start = c.start();
-                latencies.measure(db, c);
-                results.startup.add(new Results.Startup("Postgres", c.name(), start, null));
-            } catch (Exception e) {
-                results.notes.add(dbz.get().name() + " latency: failed: " + e.getMessage().lines().findFirst().orElse(""));
-            }
-            db.dropSlot("dbzs_latency");
+        if (debeziumServer(db, "dbzs_latency").isPresent()) {
+            compared.add(round -> {
+                var dbz = debeziumServer(db, "dbzs_latency").orElseThrow();
+                db.reset();
+                db.createSlot("dbzs_latency");
+                try (var c = dbz) {
+                    Duration start = c.start();
+                    latencies.measure(db, c);
+                    if (round == 0) {
+                        results.startup.add(new Results.Startup("Postgres", c.name(), start, null));
+                    }
+                } catch (Exception e) {
+                    results.notes.add(dbz.name() + " latency: failed: " + e.getMessage().lines().findFirst().orElse(""));
+                }
+                db.dropSlot("dbzs_latency");
+            });
         }
-        for (Duration interval : List.of(Duration.ofMillis(250), Duration.ofMillis(10))) {
-            if (!wanted("relay")) {
-                break;
+        if (wanted("relay")) {
+            once.add(round -> relay(db, Duration.ofMillis(250)));
+            compared.add(round -> relay(db, Duration.ofMillis(10)));
+        }
+        int rounds = compared.size() < 2 ? 1 : Integer.getInteger("bench.latency.rounds", quick ? 1 : 3);
+        for (int round = 0; round < rounds; round++) {
+            Benchmark.LOG.info("Latency, round {} of {}", round + 1, rounds);
+            for (int i = 0; i < compared.size(); i++) {
+                compared.get((i + round) % compared.size()).run(round);
             }
-            db.reset();
-            try (var relay = new PollingRelay(db, interval, bootstrap)) {
-                relay.start();
-                latencies.measure(db, relay);
-            }
+        }
+        for (var pass : once) {
+            pass.run(0);
+        }
+        results.collapseLatencyRounds();
+    }
+
+    private static String suffix(int round) {
+        return round == 0 ? "" : "-r" + (round + 1);
+    }
+
+    private void relay(BenchDb db, Duration interval) throws Exception {
+        db.reset();
+        try (var relay = new PollingRelay(db, interval, bootstrap)) {
+            relay.start();
+            latencies.measure(db, relay);
         }
     }
 

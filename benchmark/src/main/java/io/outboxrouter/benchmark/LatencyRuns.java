@@ -53,9 +53,11 @@ final class LatencyRuns {
      * {@link #RATES_100}: latency percentiles, where the time went, and CPU.
      */
     void measure(BenchDb db, Contender c) throws Exception {
-        // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer.
-        Load.fixedRate(db, 1000, Duration.ofSeconds(2));
-        Load.fixedRate(db, 5000, Duration.ofSeconds(3));
+        // Warm-up at the rates measured: topic creation, and the JIT of the contender, the load, the broker and the consumer
+        // (a JVM's compilers are still busy tens of seconds after the first events; a rung should not measure them).
+        Load.fixedRate(db, 1000, window.multipliedBy(2).dividedBy(3));
+        Load.fixedRate(db, 3000, window.multipliedBy(2).dividedBy(3));
+        Load.fixedRate(db, 5000, window.dividedBy(3));
         c.arrivals().await(Long.MAX_VALUE, Duration.ofSeconds(3), Duration.ofSeconds(3));
         // 100/s too: a quiet outbox is the common case, and there every change comes after a pause of the log reader's,
         // which higher rates do not show.
@@ -70,6 +72,9 @@ final class LatencyRuns {
     private void rung(BenchDb db, Contender c, int txnSize, int rate) throws Exception {
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+        var threads0 = stats == null ? null : stats.threadCpuSeconds();
+        double machine0 = ProcessStats.machineBusySeconds();
+        var kinds0 = ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid());
         var wal0 = db.walStats();
         long t0 = System.nanoTime();
         var written = Load.fixedRate(db, rate, window, txnSize);
@@ -81,13 +86,20 @@ final class LatencyRuns {
         waitFor(written.commitMicros().keySet(), c.arrivals().byId, Duration.ofSeconds(30));
         double wall = (System.nanoTime() - t0) / 1e9;
         double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
+        double machine = (ProcessStats.machineBusySeconds() - machine0) / wall / Runtime.getRuntime().availableProcessors() * 100;
+        if (threads0 != null) {
+            Benchmark.LOG.info("{} at {}: {}% of a core (the machine: {}% of its cores); by thread: {}", c.name(), rate + "/s x" + txnSize,
+                    Results.fmt1(cpu), Results.fmt1(machine), ProcessStats.threadShares(threads0, stats.threadCpuSeconds(), wall));
+        }
+        Benchmark.LOG.info("{} at {}: the machine by process: {}", c.name(), rate + "/s x" + txnSize,
+                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid()), wall));
         double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
         double[] split = Results.split(written.commitMicros(), c.arrivals().producedById, c.arrivals().byId, Duration.ofSeconds(1));
         Benchmark.LOG.info("{} at {} (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing; COMMIT to send p50 {} p99 {}, "
                 + "send to read p50 {} p99 {}", c.name(), rung, Results.fmt0(written.perSecond()), p[0], p[1], p[2], p[3], (long) p[5],
                 split[0], split[1], split[2], split[3]);
         results.latency.add(new Results.Latency(db.postgres ? "Postgres" : "MariaDB", c.name(), txnSize, rate, written.perSecond(),
-                (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu, split[0], split[1], split[2], split[3]));
+                (long) p[4], (long) p[5], p[0], p[1], p[2], p[3], cpu, split[0], split[1], split[2], split[3], machine));
         dumpLatencies(c.name() + "-" + rate + (txnSize > 1 ? "x" + txnSize : ""), written.commitMicros(), c.arrivals().byId);
     }
 

@@ -14,6 +14,10 @@ final class ProcessStats {
         this.pid = pid;
     }
 
+    long pid() {
+        return pid;
+    }
+
     /** User + system CPU seconds so far, or NaN when unreadable. */
     double cpuSeconds() {
         try {
@@ -51,7 +55,7 @@ final class ProcessStats {
                 .map(e -> java.util.Map.entry(e.getKey().replaceFirst("^\\d+ ", ""), e.getValue() - before.getOrDefault(e.getKey(), 0.0)))
                 .filter(e -> e.getValue() > 0)
                 .sorted(java.util.Map.Entry.<String, Double>comparingByValue().reversed())
-                .limit(5)
+                .limit(8)
                 .map(e -> String.format("%s %.2f%%", e.getKey(), e.getValue() / seconds * 100))
                 .collect(java.util.stream.Collectors.joining(", "));
     }
@@ -84,5 +88,64 @@ final class ProcessStats {
             return Double.NaN;
         }
         return Double.NaN;
+    }
+
+    /**
+     * CPU seconds so far of every process on the machine, summed by what it is (the contender, Kafka, the benchmark's own
+     * JVM with the load and the consumer, Postgres's walsenders, its other backends, MariaDB), for where the cores went.
+     */
+    static java.util.Map<String, Double> machineCpuByKind(long contenderPid) {
+        var kinds = new java.util.TreeMap<String, Double>();
+        long self = ProcessHandle.current().pid();
+        try (var procs = Files.list(Path.of("/proc"))) {
+            procs.filter(d -> d.getFileName().toString().chars().allMatch(Character::isDigit)).forEach(d -> {
+                try {
+                    long pid = Long.parseLong(d.getFileName().toString());
+                    String stat = Files.readString(d.resolve("stat"));
+                    String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    double cpu = (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) TICKS_PER_SECOND;
+                    if (comm.equals("postgres")) {
+                        // The postmaster's children's time too: the load's backends have exited by the second reading.
+                        cpu += (Long.parseLong(f[13]) + Long.parseLong(f[14])) / (double) TICKS_PER_SECOND;
+                    }
+                    String cmd = new String(Files.readAllBytes(d.resolve("cmdline"))).replace('\0', ' ');
+                    if (pid == self) {
+                        new ProcessStats(self).threadCpuSeconds().forEach((thread, seconds) -> kinds.merge(benchmarkThread(thread), seconds,
+                                Double::sum));
+                        return;
+                    }
+                    String kind = pid == contenderPid ? "contender"
+                            : cmd.contains("kafka.Kafka") || cmd.contains("KafkaRaftServer") || cmd.contains("kafka.server") ? "Kafka"
+                            : cmd.startsWith("postgres: walsender") || cmd.contains(" walsender ") ? "Postgres walsenders"
+                            : comm.equals("postgres") ? "Postgres backends"
+                            : comm.startsWith("mariadbd") || comm.startsWith("mysqld") ? "MariaDB/MySQL"
+                            : comm.equals("java") ? "other JVMs" : "other";
+                    kinds.merge(kind, cpu, Double::sum);
+                } catch (IOException | RuntimeException e) {
+                    // a process that ended meanwhile
+                }
+            });
+        } catch (IOException e) {
+            // no /proc
+        }
+        return kinds;
+    }
+
+    /** The benchmark's JVM holds the Kafka broker beside the load and the consumer; its threads are told apart by name. */
+    private static String benchmarkThread(String idAndName) {
+        String name = idAndName.replaceFirst("^\\d+ ", "");
+        if (name.startsWith("C1 Compiler") || name.startsWith("C2 Compiler") || name.startsWith("GC Thread") || name.startsWith("G1 ")
+                || name.startsWith("VM ")) {
+            return "benchmark JVM: JIT and GC";
+        }
+        for (String broker : java.util.List.of("data-plane-kafk", "kafka-cluster", "kafka-0-", "quorum-control", "controller-0",
+                "broker-0", "group-coordinat", "raft-", "kafka-scheduler", "transaction-coo", "ExpirationReap", "LogDirFailure",
+                "kafka-log-clean", "share-coordina", "metrics-meter")) {
+            if (name.startsWith(broker)) {
+                return "Kafka broker";
+            }
+        }
+        return "benchmark JVM: load and consumer";
     }
 }

@@ -17,7 +17,7 @@ final class RunHeader {
                 .forEach(e -> settings.add(e.getKey() + "=" + e.getValue()));
         var command = new StringBuilder(String.join(" ", settings)).append(settings.isEmpty() ? "" : " ")
                 .append("./mvnw -q -pl benchmark -am package -DskipTests exec:exec");
-        for (String property : List.of("bench.profile", "bench.only", "bench.repeat")) {
+        for (String property : List.of("bench.profile", "bench.only", "bench.repeat", "bench.latency.rounds")) {
             String value = System.getProperty(property, "");
             if (!value.isBlank() && !(property.equals("bench.profile") && value.equals("full"))) {
                 command.append(" -D").append(property).append('=').append(value);
