@@ -116,22 +116,12 @@ final class OffsetsCommand {
     }
 
     private static int shardIndex(RouterConfig stream) {
-        return stream.shard().map(io.outboxrouter.config.Shard::index).orElse(0);
+        return io.outboxrouter.app.StoredPositions.shardIndex(stream);
     }
 
-    /**
-     * Exactly-once: writes the same change to the offsets topic first (a failure leaves both as they were), in a Kafka
-     * transaction of the stream's own id, which fences a process still streaming it.
-     */
+    /** {@link io.outboxrouter.app.StoredPositions#writeCommitted}, saying so when the offsets topic was written too. */
     static void writeCommitted(RouterConfig stream, Map<String, String> entries) throws Exception {
-        var positions = new LinkedHashMap<String, String>();
-        entries.forEach((k, v) -> {
-            if (EngineOffsets.engineOf(k).isPresent()) { // not the router's own state rows
-                positions.put(k, v);
-            }
-        });
-        if (stream.kafka().exactlyOnce() && !positions.isEmpty()) {
-            new OffsetsTopic(stream.kafka()).write(stream.name(), shardIndex(stream), stream.source().postgres().shards(), positions);
+        if (io.outboxrouter.app.StoredPositions.writeCommitted(stream, entries)) {
             System.out.println("router " + stream.name() + ": written to the offsets topic " + stream.kafka().offsetsTopic() + " too");
         }
     }

@@ -1,13 +1,6 @@
 package io.outboxrouter.cli;
 
-import io.outboxrouter.app.Replay;
-import io.outboxrouter.app.ReplayFilter;
-import io.outboxrouter.cdc.SlotRecovery;
-import io.outboxrouter.offsets.OffsetTable;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.Optional;
+import io.outboxrouter.app.Recovery;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -43,19 +36,17 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
         if (c == null) {
             return Main.EXIT_USAGE;
         }
-        if (!c.source().kind().hasSlots()) {
-            System.err.println("outbox-router: MySQL and MariaDB need no recovery after a failover: a replica that logs what it "
-                    + "applies resumes the router by GTID (docs/failover.md); to move the position, use `offsets set`");
-            return Main.EXIT_USAGE;
-        }
-        if (c.source().tables().isEmpty()) {
-            System.err.println("outbox-router: router " + c.name() + " reads logical decoding messages only, which leave no rows to "
-                    + "publish again: `run --accept-gap` starts from a new slot, and the messages in between are lost");
-            return Main.EXIT_USAGE;
-        }
-        if (c.source().postgres().shards() > 1) {
-            System.err.println("outbox-router: router " + c.name() + " is sharded: recover each shard's slot is not supported yet; "
-                    + "`run --accept-gap`, then `replay --since` the stored positions' time (`offsets show`)");
+        var unsupported = Recovery.unsupported(c);
+        if (unsupported.isPresent()) {
+            switch (unsupported.get()) {
+                case BINLOG -> System.err.println("outbox-router: MySQL and MariaDB need no recovery after a failover: a replica that "
+                        + "logs what it applies resumes the router by GTID (docs/failover.md); to move the position, use `offsets set`");
+                case MESSAGES_ONLY -> System.err.println("outbox-router: router " + c.name() + " reads logical decoding messages only, "
+                        + "which leave no rows to publish again: `run --accept-gap` starts from a new slot, and the messages in "
+                        + "between are lost");
+                case SHARDED -> System.err.println("outbox-router: router " + c.name() + " is sharded: recover each shard's slot is not "
+                        + "supported yet; `run --accept-gap`, then `replay --since` the stored positions' time (`offsets show`)");
+            }
             return Main.EXIT_USAGE;
         }
         var lock = OffsetsCommand.lockOrReport(c);
@@ -63,27 +54,21 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
             return Main.EXIT_FAILED;
         }
         try (lock; var table = OffsetsCommand.open(c)) {
-            table.createIfMissing();
-            SlotRecovery.Plan plan;
+            Recovery recovery;
             try {
-                plan = SlotRecovery.plan(c, table.read(c.name()));
+                recovery = Recovery.plan(c, table, reachBack);
             } catch (IllegalStateException e) {
                 System.err.println("outbox-router: " + e.getMessage());
                 return Main.EXIT_FAILED;
             }
-            var replay = new Replay(c);
-            var since = plan.since(reachBack);
-            var filter = new ReplayFilter(null, null, null, null, null, "created_at", List.of(), null,
-                    new ReplayFilter.Recovery(since, plan.publishedXid(), null));
+            var plan = recovery.lost();
             System.out.println("router " + c.name() + ": replication slot " + plan.slot() + " does not exist; the last transaction "
                     + "it published" + (plan.publishedXid() < 0 ? "" : ", " + plan.publishedXid() + ",") + " committed at "
                     + plan.committedAt() + " (stored position " + plan.storedLsn() + ").");
-            System.out.println("Publishes again the rows committed since " + since + " (--reach-back " + reachBack.toSeconds()
+            System.out.println("Publishes again the rows committed since " + recovery.since() + " (--reach-back " + reachBack.toSeconds()
                     + " s before it)" + (plan.publishedXid() < 0 ? "" : " or written by a transaction begun after it")
                     + ": those the router had published are sent twice.");
-            for (String t : c.source().tables()) {
-                System.out.println("  " + t + ": " + replay.order(t, filter).description());
-            }
+            recovery.tables().forEach((t, order) -> System.out.println("  " + t + ": " + order));
             System.out.println("Not covered: rows deleted since they were written (outbox.retention, or a service that deletes "
                     + "its outbox rows after inserting them).");
             c.source().messagePrefix().ifPresent(prefix -> System.out.println("NOT RECOVERED: the logical decoding messages with prefix "
@@ -95,59 +80,41 @@ final class OffsetsRecoverCommand implements Callable<Integer> {
                     + policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "): " + reason);
             if (dryRun) {
                 var listed = new java.util.concurrent.atomic.AtomicInteger();
-                var result = replay.run(Optional.empty(), r -> {
+                var result = recovery.dryRun(r -> {
                     if (listed.getAndIncrement() < LISTED) {
                         System.out.println("  " + ReplayCommand.header(r, "id") + "  " + r.topic() + "  " + ReplayCommand.header(r, "type"));
                     }
-                }, rejected, filter);
+                }, rejected);
                 System.out.println(result.published() + " row(s) would be published again"
                         + (result.published() > LISTED ? " (first " + LISTED + " listed)" : "")
                         + (result.rejected() > 0 ? "; " + result.rejected() + " cannot be routed" : "") + ", and slot " + plan.slot()
                         + " created where they end. Nothing was changed (--dry-run).");
                 return 0;
             }
-            table.nextFence(c.name()); // a process that held the router before cannot write over what follows
-            Replay.Result result;
-            Map<String, String> entries;
-            // Rows that cannot be routed go where the stream would send them: dead letters, or a stop before anything is stored.
-            var deadLetters = policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.DEAD_LETTER
-                    || policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.PARK_AGGREGATE // dead letters; it parks nothing
-                    ? Optional.of(new io.outboxrouter.routing.DeadLetters(c.routing().deadLetters().topic(), c.outbox().columns()))
-                    : Optional.<io.outboxrouter.routing.DeadLetters>empty();
-            try (var slot = SlotRecovery.create(c)) {
-                var inSnapshot = new ReplayFilter(null, null, null, null, null, "created_at", List.of(), null,
-                        new ReplayFilter.Recovery(since, plan.publishedXid(), slot.snapshot()));
-                String stopped = null;
-                try (var sink = ReplayCommand.sink(c)) {
-                    result = replay.run(Optional.of(sink), r -> { }, rejected, inSnapshot, deadLetters);
-                    if (result.rejected() > 0 && policy == io.outboxrouter.config.RoutingConfig.DeadLetterPolicy.FAIL) {
-                        stopped = result.rejected() + " row(s) cannot be routed, and routing.dead-letters.policy is fail: fix them "
-                                + "(see above), then run it again";
+            Recovery.Recovered recovered;
+            try {
+                recovered = recovery.apply(rejected, new Recovery.Progress() {
+                    @Override
+                    public void slotCreated(String consistentPoint) {
+                        System.out.println("Created slot " + plan.slot() + " at " + consistentPoint + ".");
                     }
-                } catch (Exception e) {
-                    result = null;
-                    stopped = String.valueOf(e.getMessage());
-                }
-                if (stopped != null) {
-                    var notDropped = slot.drop();
-                    System.err.println("outbox-router: the recovery stopped: " + stopped + ". " + (notDropped.isEmpty()
-                            ? "Slot " + plan.slot() + " was dropped again, so that it can be run once more (events sent before "
-                            + "the stop are then published twice)" : "Slot " + plan.slot() + " could not be dropped (" + notDropped.get()
-                            + "): drop it with SELECT pg_drop_replication_slot('" + plan.slot() + "') before running it again"));
-                    return Main.EXIT_FAILED;
-                }
-                entries = slot.offsets(plan);
-                System.out.println("Created slot " + plan.slot() + " at " + slot.consistentPoint() + ".");
+
+                    @Override
+                    public void offsetsTopicWritten() {
+                        System.out.println("router " + c.name() + ": written to the offsets topic " + c.kafka().offsetsTopic() + " too");
+                    }
+                });
+            } catch (Recovery.Stopped e) {
+                System.err.println("outbox-router: the recovery stopped: " + e.getMessage() + ". " + (e.notDropped().isEmpty()
+                        ? "Slot " + plan.slot() + " was dropped again, so that it can be run once more (events sent before "
+                        + "the stop are then published twice)" : "Slot " + plan.slot() + " could not be dropped (" + e.notDropped().get()
+                        + "): drop it with SELECT pg_drop_replication_slot('" + plan.slot() + "') before running it again"));
+                return Main.EXIT_FAILED;
             }
-            OffsetsCommand.writeCommitted(c, entries);
-            var withAuthority = new LinkedHashMap<>(entries);
-            withAuthority.put(OffsetTable.AUTHORITY_KEY, OffsetTable.TABLE);
-            withAuthority.put(OffsetTable.GAP_KEY, null);
-            withAuthority.put(OffsetTable.TIMELINE_KEY, null); // the new slot's position is of the server as it is now
-            table.write(c.name(), withAuthority);
+            var result = recovered.result();
             System.out.println(result.published() + " event(s) published again, each with the header replayed=true"
                     + (result.rejected() > 0 ? "; " + result.rejected() + " row(s) cannot be routed ("
-                    + (deadLetters.isPresent() ? "sent to the dead-letter topic" : "skipped, as routing.dead-letters.policy says")
+                    + (recovered.deadLettered() ? "sent to the dead-letter topic" : "skipped, as routing.dead-letters.policy says")
                     + ")" : "") + ". The next start streams from the new slot."
                     + c.source().messagePrefix().map(prefix -> " Messages with prefix " + prefix + " committed in between are not "
                     + "published (see above).").orElse(""));
