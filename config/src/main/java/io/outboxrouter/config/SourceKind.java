@@ -34,17 +34,26 @@ public enum SourceKind {
      * resumed by position or GTID.
      */
     public boolean hasSlots() {
-        return !isBinlog();
+        return switch (this) {
+            case POSTGRES -> true;
+            case MYSQL, MARIADB -> false;
+        };
     }
 
     /** Whether each row names the transaction that wrote it (Postgres {@code xmin}), for {@code replay --from-xid}. */
     public boolean hasTransactionIds() {
-        return !isBinlog();
+        return switch (this) {
+            case POSTGRES -> true;
+            case MYSQL, MARIADB -> false;
+        };
     }
 
     /** Whether the server can keep each transaction's commit time (Postgres {@code track_commit_timestamp}). */
     public boolean canKeepCommitTimes() {
-        return !isBinlog();
+        return switch (this) {
+            case POSTGRES -> true;
+            case MYSQL, MARIADB -> false;
+        };
     }
 
     /**
@@ -52,11 +61,17 @@ public enum SourceKind {
      * STATEMENT} on MySQL and MariaDB): such rows never reach the router, which watches for them.
      */
     public boolean canLogStatements() {
-        return isBinlog();
+        return switch (this) {
+            case POSTGRES -> false;
+            case MYSQL, MARIADB -> true;
+        };
     }
 
     /** An outbox table named as this kind qualifies tables: {@code schema.table} or {@code database.table}. */
     public String exampleTable() {
-        return isBinlog() ? "app.outbox" : "public.outbox";
+        return switch (this) {
+            case POSTGRES -> "public.outbox";
+            case MYSQL, MARIADB -> "app.outbox";
+        };
     }
 }

@@ -170,7 +170,7 @@ public final class OutboxEventRouter<R extends ConnectRecord<R>> implements Tran
     }
 
     /** Connect's flat keys as the router's YAML tree. */
-    private static Map<String, Object> tree(Map<String, ?> props) {
+    static Map<String, Object> tree(Map<String, ?> props) {
         var tree = new LinkedHashMap<String, Object>();
         Object tables = props.get(TABLES);
         if (tables != null && !tables.toString().isBlank()) {

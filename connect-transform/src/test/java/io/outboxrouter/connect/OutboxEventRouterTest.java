@@ -1,8 +1,12 @@
 package io.outboxrouter.connect;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.outboxrouter.config.RouterConfigLoader;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.data.Schema;
@@ -16,6 +20,33 @@ class OutboxEventRouterTest {
         var t = new OutboxEventRouter<SourceRecord>();
         t.configure(props);
         return t;
+    }
+
+    /**
+     * The transformation's options are the router's keys, not a copy that can drift: each one, given its declared default
+     * as Connect passes it (a string), is a key the router's loader knows (it refuses others) and gives the router's own
+     * default configuration.
+     */
+    @Test
+    void everyOptionIsARouterKeyWithTheRoutersDefault() {
+        var routerDefaults = RouterConfigLoader.routing(Map.of());
+        var keys = OutboxEventRouter.CONFIG_DEF.configKeys();
+        assertThat(keys).isNotEmpty();
+        var all = new LinkedHashMap<String, String>();
+        keys.forEach((name, key) -> {
+            if (key.defaultValue != null) {
+                String asConnectPassesIt = key.defaultValue instanceof List<?> l ? String.join(",", l.stream().map(Object::toString).toList())
+                        : key.defaultValue.toString();
+                all.put(name, asConnectPassesIt);
+                assertThat(RouterConfigLoader.routing(OutboxEventRouter.tree(Map.of(name, asConnectPassesIt))))
+                        .as("%s=%s, the transformation's default", name, asConnectPassesIt).isEqualTo(routerDefaults);
+            } else {
+                // A key without a default: the router's loader must know it too.
+                assertThatCode(() -> RouterConfigLoader.routing(OutboxEventRouter.tree(Map.of(name, "outbox."))))
+                        .as(name).doesNotThrowAnyException();
+            }
+        });
+        assertThat(RouterConfigLoader.routing(OutboxEventRouter.tree(all))).isEqualTo(routerDefaults);
     }
 
     @Test
