@@ -73,6 +73,7 @@ final class LatencyRuns {
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
         var threads0 = stats == null ? null : stats.threadCpuSeconds();
+        var waits0 = stats == null ? null : stats.threadRunQueueSeconds();
         double machine0 = ProcessStats.machineBusySeconds();
         var kinds0 = ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid());
         var wal0 = db.walStats();
@@ -90,6 +91,8 @@ final class LatencyRuns {
         if (threads0 != null) {
             Benchmark.LOG.info("{} at {}: {}% of a core (the machine: {}% of its cores); by thread: {}", c.name(), rate + "/s x" + txnSize,
                     Results.fmt1(cpu), Results.fmt1(machine), ProcessStats.threadShares(threads0, stats.threadCpuSeconds(), wall));
+            Benchmark.LOG.info("{} at {}: runnable but waiting for a core, share of the time by thread: {}", c.name(), rate + "/s x"
+                    + txnSize, ProcessStats.threadShares(waits0, stats.threadRunQueueSeconds(), wall));
         }
         Benchmark.LOG.info("{} at {}: the machine by process: {}", c.name(), rate + "/s x" + txnSize,
                 ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid()), wall));

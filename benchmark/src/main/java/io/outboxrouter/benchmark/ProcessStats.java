@@ -49,6 +49,28 @@ final class ProcessStats {
         return threads;
     }
 
+    /**
+     * Seconds each thread has so far waited on a run queue, runnable but without a core (the second field of
+     * {@code /proc/<pid>/task/<tid>/schedstat}), by thread id and name: how much a contender is starved on a busy machine.
+     */
+    java.util.Map<String, Double> threadRunQueueSeconds() {
+        var threads = new java.util.TreeMap<String, Double>();
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            tasks.forEach(task -> {
+                try {
+                    String name = Files.readString(task.resolve("comm")).trim();
+                    String[] f = Files.readString(task.resolve("schedstat")).trim().split(" ");
+                    threads.put(task.getFileName() + " " + name, Long.parseLong(f[1]) / 1e9);
+                } catch (IOException | RuntimeException e) {
+                    // a thread that ended meanwhile, or no schedstat
+                }
+            });
+        } catch (IOException | RuntimeException e) {
+            // the process ended
+        }
+        return threads;
+    }
+
     /** The threads that used CPU between two {@link #threadCpuSeconds} readings, busiest first, as percent of a core. */
     static String threadShares(java.util.Map<String, Double> before, java.util.Map<String, Double> after, double seconds) {
         return after.entrySet().stream()
