@@ -75,7 +75,8 @@ final class LatencyRuns {
         var threads0 = stats == null ? null : stats.threadCpuSeconds();
         var waits0 = stats == null ? null : stats.threadRunQueueSeconds();
         double machine0 = ProcessStats.machineBusySeconds();
-        var kinds0 = ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid());
+        long pid = stats == null ? -1 : stats.pid();
+        var kinds0 = ProcessStats.machineCpuByKind(pid);
         var wal0 = db.walStats();
         long t0 = System.nanoTime();
         var written = Load.fixedRate(db, rate, window, txnSize);
@@ -89,13 +90,13 @@ final class LatencyRuns {
         double cpu = stats == null ? Double.NaN : (stats.cpuSeconds() - cpu0) / wall * 100;
         double machine = (ProcessStats.machineBusySeconds() - machine0) / wall / Runtime.getRuntime().availableProcessors() * 100;
         if (threads0 != null) {
-            Benchmark.LOG.info("{} at {}: {}% of a core (the machine: {}% of its cores); by thread: {}", c.name(), rate + "/s x" + txnSize,
+            Benchmark.LOG.info("{} at {}: {}% of a core (the machine: {}% of its cores); by thread: {}", c.name(), rung,
                     Results.fmt1(cpu), Results.fmt1(machine), ProcessStats.threadShares(threads0, stats.threadCpuSeconds(), wall));
-            Benchmark.LOG.info("{} at {}: runnable but waiting for a core, share of the time by thread: {}", c.name(), rate + "/s x"
-                    + txnSize, ProcessStats.threadShares(waits0, stats.threadRunQueueSeconds(), wall));
+            Benchmark.LOG.info("{} at {}: runnable but waiting for a core, share of the time by thread: {}", c.name(), rung,
+                    ProcessStats.threadShares(waits0, stats.threadRunQueueSeconds(), wall));
         }
-        Benchmark.LOG.info("{} at {}: the machine by process: {}", c.name(), rate + "/s x" + txnSize,
-                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid()), wall));
+        Benchmark.LOG.info("{} at {}: the machine by process: {}", c.name(), rung,
+                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(pid), wall));
         double[] p = Results.percentiles(written.commitMicros(), c.arrivals().byId, Duration.ofSeconds(1));
         double[] split = Results.split(written.commitMicros(), c.arrivals().producedById, c.arrivals().byId, Duration.ofSeconds(1));
         Benchmark.LOG.info("{} at {} (achieved {}): p50 {} p90 {} p99 {} max {} ms, {} missing; COMMIT to send p50 {} p99 {}, "

@@ -31,22 +31,10 @@ final class ProcessStats {
 
     /** User + system CPU seconds so far of each thread, by thread id and name (names as Linux shortens them). */
     java.util.Map<String, Double> threadCpuSeconds() {
-        var threads = new java.util.TreeMap<String, Double>();
-        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
-            tasks.forEach(task -> {
-                try {
-                    String stat = Files.readString(task.resolve("stat"));
-                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                    threads.put(task.getFileName() + " " + name, (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) TICKS_PER_SECOND);
-                } catch (IOException | RuntimeException e) {
-                    // a thread that ended meanwhile
-                }
-            });
-        } catch (IOException | RuntimeException e) {
-            // the process ended
-        }
-        return threads;
+        return perThread(task -> {
+            String[] f = Files.readString(task.resolve("stat")).replaceFirst("^.*\\) ", "").split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) TICKS_PER_SECOND;
+        });
     }
 
     /**
@@ -54,15 +42,22 @@ final class ProcessStats {
      * {@code /proc/<pid>/task/<tid>/schedstat}), by thread id and name: how much a contender is starved on a busy machine.
      */
     java.util.Map<String, Double> threadRunQueueSeconds() {
+        return perThread(task -> Long.parseLong(Files.readString(task.resolve("schedstat")).trim().split(" ")[1]) / 1e9);
+    }
+
+    private interface TaskReading {
+        double read(Path task) throws IOException;
+    }
+
+    /** One reading per thread of the process, keyed by thread id and name; threads that end meanwhile are left out. */
+    private java.util.Map<String, Double> perThread(TaskReading reading) {
         var threads = new java.util.TreeMap<String, Double>();
         try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
             tasks.forEach(task -> {
                 try {
-                    String name = Files.readString(task.resolve("comm")).trim();
-                    String[] f = Files.readString(task.resolve("schedstat")).trim().split(" ");
-                    threads.put(task.getFileName() + " " + name, Long.parseLong(f[1]) / 1e9);
+                    threads.put(task.getFileName() + " " + Files.readString(task.resolve("comm")).trim(), reading.read(task));
                 } catch (IOException | RuntimeException e) {
-                    // a thread that ended meanwhile, or no schedstat
+                    // a thread that ended meanwhile
                 }
             });
         } catch (IOException | RuntimeException e) {
