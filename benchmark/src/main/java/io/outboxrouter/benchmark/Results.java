@@ -33,6 +33,11 @@ final class Results {
         String rung() {
             return database + "|" + contender + "|" + rowsPerTxn + "|" + targetRate;
         }
+
+        /** Whether the load reached the rate (95% of the target written) and every event arrived. */
+        boolean keptUp() {
+            return achievedRate >= 0.95 * targetRate && missing == 0;
+        }
     }
 
     /** How long until streaming. */
@@ -196,7 +201,8 @@ final class Results {
 
     /**
      * Keeps one row per rung of the ladder: of the rounds run, the one whose p99 is the median (the lower middle of an
-     * even count), so that its columns belong together; every round's p99 is kept for the table.
+     * even count; a round that did not keep up counts as the slowest), so that its columns belong together; every
+     * round's p99 is kept for the table.
      */
     void collapseLatencyRounds() {
         var byRung = new LinkedHashMap<String, List<Latency>>();
@@ -208,7 +214,7 @@ final class Results {
         byRung.forEach((rung, rounds) -> {
             p99ByRound.put(rung, rounds.stream().map(Latency::p99).toList());
             var sorted = rounds.stream().sorted(java.util.Comparator.comparingDouble(l -> Double.isNaN(l.p99()) ? Double.MAX_VALUE
-                    : l.p99() + (l.missing() > 0 || l.achievedRate() < 0.95 * l.targetRate() ? 1e12 : 0))).toList();
+                    : l.p99() + (l.keptUp() ? 0 : 1e12))).toList();
             latency.add(sorted.get((sorted.size() - 1) / 2));
         });
     }
@@ -230,7 +236,7 @@ final class Results {
         for (var l : latency.stream().filter(l -> l.database().equals("Postgres") && l.contender().equals(contender)
                         && l.rowsPerTxn() == rowsPerTxn)
                 .sorted(java.util.Comparator.comparingInt(Latency::targetRate)).toList()) {
-            if (l.achievedRate() < 0.95 * l.targetRate() || l.missing() > 0 || !(l.p99() <= HELD_P99_MS)) {
+            if (!l.keptUp() || !(l.p99() <= HELD_P99_MS)) {
                 break;
             }
             held = l.targetRate();
