@@ -206,7 +206,7 @@ public final class Benchmark {
                 c.arrivals().rate(), c.arrivals().rateSince(startedMicros), cpu, rss, machine));
     }
 
-    /** One contender's pass over the ladder; {@code first} on the first round only (idle CPU, start-up times). */
+    /** One contender's pass over the ladder, in round {@code round} (from 0: idle CPU and start-up times only in the first). */
     @FunctionalInterface
     private interface LadderPass {
         void run(int round) throws Exception;
