@@ -67,8 +67,8 @@ final class BinlogSource implements Source {
     @Override
     public void addConnectorProperties(Properties p) {
         var source = config.source();
-        p.setProperty("connector.class", source.kind() == SourceKind.MARIADB
-                ? "io.debezium.connector.mariadb.MariaDbConnector" : "io.debezium.connector.mysql.MySqlConnector");
+        p.setProperty("connector.class", (source.kind() == SourceKind.MARIADB
+                ? QuietConnectors.MariaDb.class : QuietConnectors.MySql.class).getName());
         p.setProperty("database.server.id", Long.toString(source.binlog().serverId()));
         p.setProperty("database.include.list", String.join(",", source.tables().stream()
                 .map(t -> ConnectorProperties.regex(t.substring(0, t.indexOf('.')))).distinct().toList()));

@@ -100,6 +100,7 @@ public final class CdcEngine implements AutoCloseable {
         p.setProperty(CUSTOM_METRIC_TAGS, (tags.isEmpty() ? "" : tags + ",") + RUN_TAG + "=" + instance);
         p.setProperty(JdbcOffsetBackingStore.INSTANCE_PROPERTY, instance);
         p.setProperty(JdbcOffsetBackingStore.FENCE_PROPERTY, Long.toString(fence));
+        p.setProperty(QuietConnectors.STREAMING_METRICS_PROPERTY, streamingMetrics.getCanonicalName());
         return p;
     }
 

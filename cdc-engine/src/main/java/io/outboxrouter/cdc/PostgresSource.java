@@ -117,7 +117,7 @@ final class PostgresSource implements Source {
     public void addConnectorProperties(Properties p) {
         var source = config.source();
         var pg = source.postgres();
-        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+        p.setProperty("connector.class", QuietConnectors.Postgres.class.getName());
         p.setProperty("database.dbname", source.address().database());
         if (source.address().multiHost()) {
             // The connector takes one host: the primary among the URL's, found again at every start (after a failover too).
