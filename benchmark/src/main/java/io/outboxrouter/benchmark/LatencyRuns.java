@@ -67,6 +67,31 @@ final class LatencyRuns {
         for (int rate : db.postgres ? RATES_100 : new int[0]) {
             rung(db, c, 100, rate);
         }
+        loneEvents(db, c);
+    }
+
+    /** The pause before each lone event: longer than any contender takes to settle into a quiet stream. */
+    static final Duration LONE_EVENT_PAUSE = Duration.ofSeconds(2);
+
+    /**
+     * Single events, each committed after {@link #LONE_EVENT_PAUSE} with nothing written: what an event of a quiet outbox
+     * waits, which the ladder's rates never show (at 100/s the stream is never quiet for long).
+     */
+    private void loneEvents(BenchDb db, Contender c) throws Exception {
+        int events = window.toSeconds() < 10 ? 6 : 12; // fewer in the quick profile's shorter window
+        var commits = new java.util.HashMap<String, Long>();
+        for (int i = 0; i < events; i++) {
+            Thread.sleep(LONE_EVENT_PAUSE.toMillis());
+            commits.putAll(Load.fixedRate(db, 1, Duration.ofSeconds(1)).commitMicros());
+        }
+        waitFor(commits.keySet(), c.arrivals().byId, Duration.ofSeconds(30));
+        var lone = results.loneEventMillis.computeIfAbsent(c.name(), k -> new ArrayList<>());
+        commits.forEach((id, at) -> {
+            Long arrived = c.arrivals().byId.get(id);
+            lone.add(arrived == null ? Double.NaN : (arrived - at) / 1000.0);
+        });
+        Benchmark.LOG.info("{}: lone events after {} s of quiet, ms: {}", c.name(), LONE_EVENT_PAUSE.toSeconds(),
+                lone.subList(lone.size() - commits.size(), lone.size()).stream().map(Results::fmt1).toList());
     }
 
     private void rung(BenchDb db, Contender c, int txnSize, int rate) throws Exception {

@@ -40,6 +40,23 @@ final class Results {
         }
     }
 
+    /** The lone events' table: each contender's events committed one at a time into a quiet stream. */
+    private String loneEvents() {
+        if (loneEventMillis.isEmpty()) {
+            return "";
+        }
+        var s = new StringBuilder("\n### A quiet outbox: single events, each after " + LatencyRuns.LONE_EVENT_PAUSE.toSeconds()
+                + " s with nothing written, COMMIT returned -> record read (ms)\n\n| contender | events | p50 | max | missing |\n|---|---:|---:|---:|---:|\n");
+        loneEventMillis.forEach((contender, millis) -> {
+            double[] arrived = millis.stream().filter(m -> !Double.isNaN(m)).mapToDouble(Double::doubleValue).sorted().toArray();
+            s.append("| ").append(contender).append(" | ").append(millis.size()).append(" | ")
+                    .append(arrived.length == 0 ? "" : fmt1(arrived[(arrived.length - 1) / 2])).append(" | ")
+                    .append(arrived.length == 0 ? "" : fmt1(arrived[arrived.length - 1])).append(" | ")
+                    .append(millis.size() - arrived.length).append(" |\n");
+        });
+        return s.toString();
+    }
+
     /** How long until streaming. */
     record Startup(String database, String contender, Duration start, Duration restart) {
     }
@@ -52,6 +69,8 @@ final class Results {
     final List<String> notes = new ArrayList<>();
     /** Per contender: CPU while streaming with nothing to publish, % of one core. */
     final Map<String, Double> idleCpuPercent = new LinkedHashMap<>();
+    /** Per contender: each lone event's latency in ms (NaN: it never arrived), every round's together. */
+    final Map<String, List<Double>> loneEventMillis = new LinkedHashMap<>();
 
     /**
      * Latency percentiles in ms for the events of {@code written} that arrived, leaving out the first {@code warmup}
@@ -181,6 +200,7 @@ final class Results {
             s.append("\n");
         }
         s.append(ladder());
+        s.append(loneEvents());
         s.append("\n### Start to streaming\n\n| database | contender | start (s) | restart (s) |\n|---|---|---:|---:|\n");
         for (var st : startup) {
             s.append("| ").append(st.database()).append(" | ").append(st.contender()).append(" | ").append(secs(st.start())).append(" | ")

@@ -147,7 +147,9 @@ final class RouterContender implements Contender {
         var command = new java.util.ArrayList<>(List.of(java));
         command.addAll(plain ? options("BENCH_ROUTER_PLAIN_OPTS") : RECOMMENDED_JVM_OPTIONS);
         command.addAll(options("BENCH_ROUTER_JVM_OPTS")); // e.g. a JFR recording, for profiling
-        command.addAll(List.of("-jar", Benchmark.routerJar().toString(), "run", "--config", config.toString()));
+        // BENCH_ROUTER_PLAIN_JAR: another build's jar, for a before-and-after of a change in one run.
+        String jar = plain ? System.getenv().getOrDefault("BENCH_ROUTER_PLAIN_JAR", "") : "";
+        command.addAll(List.of("-jar", jar.isBlank() ? Benchmark.routerJar().toString() : jar, "run", "--config", config.toString()));
         process = ChildProcess.start(command, dir, environment(plain ? "BENCH_ROUTER_PLAIN_ENV" : "BENCH_ROUTER_ENV"), dir.resolve(name + ".log"));
         return process.awaitHttp200("http://127.0.0.1:" + port + "/health/ready", Duration.ofSeconds(120), t0);
     }
