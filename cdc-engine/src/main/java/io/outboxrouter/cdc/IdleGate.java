@@ -4,10 +4,14 @@ import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
+import javax.management.AttributeNotFoundException;
 import javax.management.JMException;
+import javax.management.JMRuntimeException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Keeps a connector task's polling thread out of Debezium's queue while the stream is quiet. The queue's poll waits on
@@ -22,6 +26,7 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <p>Used by the polling thread alone, apart from {@link #commitRequested()}.
  */
 final class IdleGate {
+    private static final Logger LOG = LoggerFactory.getLogger(IdleGate.class);
     /** How long only heartbeats (or nothing) must come before the task waits here rather than in the queue. */
     static final Duration QUIET_BEFORE_WAITING = Duration.ofSeconds(1);
     /** How often a waiting task looks at the queue: each look wakes the thread, and a first event waits up to this to be seen. */
@@ -37,6 +42,7 @@ final class IdleGate {
     /** When the last poll that handed over a change (not only heartbeats) returned; 0 before the first. */
     private long lastChangeNanos;
     private volatile boolean commitRequested;
+    private boolean toldUnreadable;
 
     /** @param streamingMetrics the pattern that finds this task's streaming metrics bean, or null to never wait */
     IdleGate(ObjectName streamingMetrics) {
@@ -54,8 +60,10 @@ final class IdleGate {
      * holds a record, a commit is requested, {@link #POLL_AT_LEAST_EVERY} passes, or the queue's fill cannot be read.
      */
     void awaitWork() throws InterruptedException {
+        boolean confirm = commitRequested;
+        commitRequested = false; // the poll that follows confirms it
         long start = System.nanoTime();
-        if (streamingMetrics == null || start - lastChangeNanos < QUIET_BEFORE_WAITING.toNanos()) {
+        if (confirm || streamingMetrics == null || start - lastChangeNanos < QUIET_BEFORE_WAITING.toNanos()) {
             return;
         }
         long deadline = start + POLL_AT_LEAST_EVERY.toNanos();
@@ -65,7 +73,7 @@ final class IdleGate {
                 throw new InterruptedException("stopped while waiting for the change event queue");
             }
         }
-        commitRequested = false; // the poll that follows confirms it
+        commitRequested = false;
     }
 
     /** Notes what a poll handed over. */
@@ -86,16 +94,37 @@ final class IdleGate {
         try {
             if (bean == null) {
                 var found = SourceConnector.registered(streamingMetrics);
-                if (found == null || !(server.getAttribute(found, "QueueTotalCapacity") instanceof Integer total)) {
+                if (found == null) {
+                    return false; // not registered yet, or the task restarts
+                }
+                if (!(server.getAttribute(found, "QueueTotalCapacity") instanceof Integer total)) {
+                    unreadable(found, "QueueTotalCapacity is not a number");
                     return false;
                 }
                 bean = found;
                 capacity = total;
             }
-            return server.getAttribute(bean, "QueueRemainingCapacity") instanceof Integer remaining && remaining >= capacity;
-        } catch (JMException e) {
-            bean = null; // unregistered: the task restarts or stops
+            if (!(server.getAttribute(bean, "QueueRemainingCapacity") instanceof Integer remaining)) {
+                unreadable(bean, "QueueRemainingCapacity is not a number");
+                return false;
+            }
+            return remaining >= capacity;
+        } catch (AttributeNotFoundException e) {
+            unreadable(bean, e.getMessage());
+            bean = null;
             return false;
+        } catch (JMException | JMRuntimeException e) {
+            bean = null; // unregistered meanwhile: the task restarts or stops
+            return false;
+        }
+    }
+
+    /** A connector whose metrics no longer say how full its queue is: polled as Debezium polls, said once. */
+    private void unreadable(ObjectName at, String why) {
+        if (!toldUnreadable) {
+            toldUnreadable = true;
+            LOG.info("The engine's polling thread cannot read the queue's fill from {} ({}); it polls the queue without waiting first, "
+                    + "which costs idle CPU", at, why);
         }
     }
 }

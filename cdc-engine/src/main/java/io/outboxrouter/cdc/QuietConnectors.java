@@ -20,7 +20,9 @@ import org.apache.kafka.connect.source.SourceTaskContext;
 /**
  * Debezium's connectors as the engine runs them: each task is Debezium's own, wrapped so that its polling thread waits
  * in an {@link IdleGate} rather than in Debezium's queue while the stream is quiet. The tasks' configuration names
- * Debezium's connector class again, which the connector matches when it picks its snapshot implementations.
+ * Debezium's connector class again, which the connector matches when it picks its snapshot implementations. The engine's
+ * own signaller ({@code DebeziumEngine.getSignaler()}) looks for Debezium's task class and finds none, so the router does
+ * not use it; the connector's signal channels (a signal table, Kafka) are the task's own and unchanged.
  */
 public final class QuietConnectors {
     /** The property that carries the pattern of the engine's streaming metrics bean, which the gate reads. */
