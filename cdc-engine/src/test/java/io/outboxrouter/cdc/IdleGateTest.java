@@ -110,6 +110,40 @@ class IdleGateTest {
         assertThat(millisToAwait(new IdleGate(null))).isLessThan(AT_ONCE_MILLIS);
     }
 
+    public interface CapacityOnlyMXBean {
+        int getQueueTotalCapacity();
+    }
+
+    /** A connector release whose metrics say how large the queue is but not how full. */
+    public static final class CapacityOnly implements CapacityOnlyMXBean {
+        @Override
+        public int getQueueTotalCapacity() {
+            return 8192;
+        }
+    }
+
+    @Test
+    void metricsThatDoNotSayHowFullTheQueueIsMeanPollingAtOnceEveryTime() throws Exception {
+        unregister();
+        ManagementFactory.getPlatformMBeanServer().registerMBean(new CapacityOnly(), bean);
+        var gate = quietGate();
+        for (int i = 0; i < 3; i++) {
+            assertThat(millisToAwait(gate)).as("wait %d", i).isLessThan(AT_ONCE_MILLIS);
+        }
+    }
+
+    @Test
+    void aPositionToConfirmAskedForDuringTheWaitEndsIt() throws Exception {
+        var gate = quietGate();
+        long start = System.nanoTime();
+        var waiting = CompletableFuture.runAsync(() -> await(gate));
+        Thread.sleep(20);
+        gate.commitRequested();
+        waiting.get(10, TimeUnit.SECONDS);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(AT_ONCE_MILLIS);
+        assertThat(millisToAwait(gate)).as("the request is used up by the wait it ended").isGreaterThanOrEqualTo(DEADLINE_MILLIS);
+    }
+
     @Test
     void anInterruptEndsTheWait() throws Exception {
         var gate = quietGate();
