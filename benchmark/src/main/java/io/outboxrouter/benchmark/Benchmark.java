@@ -37,11 +37,28 @@ public final class Benchmark {
     private final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
     private final int repeat = Integer.getInteger("bench.repeat", quick ? 1 : 3);
     private final Results results = new Results();
-    private final long backlog1 = quick ? 10_000 : 100_000;
-    private final long backlog100 = quick ? 40_000 : 200_000;
+    // BENCH_BACKLOG_1 and BENCH_BACKLOG_100: larger backlogs, so that a drain's rate is less its JVM's warm-up.
+    private final long backlog1 = backlog("BENCH_BACKLOG_1", quick ? 10_000 : 100_000);
+    private final long backlog100 = backlog("BENCH_BACKLOG_100", quick ? 40_000 : 200_000);
     private final Duration window = Duration.ofSeconds(quick ? 8 : 12);
     private final LatencyRuns latencies = new LatencyRuns(results, window);
     private String bootstrap;
+
+    private static long backlog(String variable, long otherwise) {
+        String value = System.getenv(variable);
+        if (value == null || value.isBlank()) {
+            return otherwise;
+        }
+        try {
+            long events = Long.parseLong(value.trim().replace("_", ""));
+            if (events > 0) {
+                return events;
+            }
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        throw new IllegalArgumentException(variable + " must be a positive number of events, not '" + value + "'");
+    }
 
     public static void main(String[] args) throws Exception {
         new Benchmark().run();
@@ -191,10 +208,22 @@ public final class Benchmark {
         c.start();
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
+        var threads0 = stats == null ? null : stats.threadCpuSeconds();
+        var kinds0 = ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid());
         double machine0 = ProcessStats.machineBusySeconds();
+        long t0 = System.nanoTime();
         boolean all = c.arrivals().await(events, Duration.ofMinutes(10), Duration.ofSeconds(90), c::alive);
         double machine = ProcessStats.machineBusySeconds() - machine0;
         double cpu = stats == null ? Double.NaN : stats.cpuSeconds() - cpu0;
+        double wall = (System.nanoTime() - t0) / 1e9;
+        // Where the cores went while it drained: its threads (the JIT compilers of a fresh JVM among them), and the machine's
+        // processes (the broker in this JVM, Postgres).
+        if (threads0 != null && c.alive()) {
+            LOG.info("{} ({}-row): drained on {}% of a core; by thread: {}", c.name(), txnSize, Results.fmt1(cpu / wall * 100),
+                    ProcessStats.threadShares(threads0, stats.threadCpuSeconds(), wall));
+        }
+        LOG.info("{} ({}-row): the machine by process while it drained: {}", c.name(), txnSize,
+                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid()), wall));
         double rss = stats == null ? Double.NaN : stats.peakRssMiB();
         LOG.info("{}: {} of {} events, {} events/s ({} from the start command)", c.name(), c.arrivals().count(), events,
                 Results.fmt0(c.arrivals().rate()), Results.fmt0(c.arrivals().rateSince(startedMicros)));
