@@ -60,10 +60,7 @@ final class BareDebezium implements Contender {
         // The router's JVM options too: what differs from the router is its own work, not the JVM's.
         var command = new java.util.ArrayList<>(List.of(java));
         command.addAll(RouterContender.RECOMMENDED_JVM_OPTIONS);
-        String extra = System.getenv("BENCH_BARE_JVM_OPTS"); // e.g. a JFR recording, for profiling beside the router
-        if (extra != null && !extra.isBlank()) {
-            command.addAll(List.of(extra.trim().replace("{name}", slot + "-" + System.currentTimeMillis()).split("\\s+")));
-        }
+        command.addAll(RouterContender.jvmOptions("BENCH_BARE_JVM_OPTS", slot)); // e.g. a JFR recording, for profiling beside the router
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), BareDebezium.class.getName(),
                 Integer.toString(db.server.port()), db.server.user(), db.server.password(), db.database, slot,
                 Boolean.toString(transactionMetadata), progress.toString()));

@@ -209,7 +209,8 @@ public final class Benchmark {
         var stats = c.stats();
         double cpu0 = stats == null ? Double.NaN : stats.cpuSeconds();
         var threads0 = stats == null ? null : stats.threadCpuSeconds();
-        var kinds0 = ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid());
+        long pid = stats == null ? -1 : stats.pid();
+        var kinds0 = ProcessStats.machineCpuByKind(pid);
         double machine0 = ProcessStats.machineBusySeconds();
         long t0 = System.nanoTime();
         boolean all = c.arrivals().await(events, Duration.ofMinutes(10), Duration.ofSeconds(90), c::alive);
@@ -223,7 +224,7 @@ public final class Benchmark {
                     ProcessStats.threadShares(threads0, stats.threadCpuSeconds(), wall));
         }
         LOG.info("{} ({}-row): the machine by process while it drained: {}", c.name(), txnSize,
-                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(stats == null ? -1 : stats.pid()), wall));
+                ProcessStats.threadShares(kinds0, ProcessStats.machineCpuByKind(pid), wall));
         double rss = stats == null ? Double.NaN : stats.peakRssMiB();
         LOG.info("{}: {} of {} events, {} events/s ({} from the start command)", c.name(), c.arrivals().count(), events,
                 Results.fmt0(c.arrivals().rate()), Results.fmt0(c.arrivals().rateSince(startedMicros)));

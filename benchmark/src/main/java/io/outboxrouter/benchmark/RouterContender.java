@@ -167,6 +167,11 @@ final class RouterContender implements Contender {
 
     /** JVM options from an environment variable, {@code {name}} replaced by the contender's name and the time. */
     private List<String> options(String variable) {
+        return jvmOptions(variable, name);
+    }
+
+    /** JVM options from a variable of the benchmark's, split at spaces; {@code {name}} becomes the contender's name and the time. */
+    static List<String> jvmOptions(String variable, String name) {
         String value = System.getenv(variable);
         return value == null || value.isBlank() ? List.of()
                 : List.of(value.trim().replace("{name}", name + "-" + System.currentTimeMillis()).split("\\s+"));
