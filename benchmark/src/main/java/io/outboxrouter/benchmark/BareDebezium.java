@@ -141,7 +141,7 @@ final class BareDebezium implements Contender {
         p.setProperty("publication.autocreate.mode", "disabled");
         p.setProperty("snapshot.mode", "no_data");
         p.setProperty("table.include.list", "public\\.outbox");
-        p.setProperty("poll.interval.ms", "10");
+        p.setProperty("poll.interval.ms", Long.toString(io.outboxrouter.config.RouterConfigLoader.DEFAULT_POLL_INTERVAL.toMillis()));
         p.setProperty("max.batch.size", "2048");
         p.setProperty("max.queue.size", "4096");
         p.setProperty("column.include.list", "public\\.outbox\\.(id|aggregatetype|aggregateid|type|payload)");

@@ -15,8 +15,8 @@ import java.util.Comparator;
 import java.util.regex.Pattern;
 
 /**
- * Debezium Server 3.6.3 with its Kafka sink and the outbox EventRouter, tuned like the router (poll 10 ms, batches of
- * 2048), from the distribution on Maven Central, run on a Java 21+ JDK.
+ * Debezium Server 3.6.3 with its Kafka sink and the outbox EventRouter, tuned like the router (its poll interval on
+ * Postgres, batches of 2048), from the distribution on Maven Central, run on a Java 21+ JDK.
  */
 final class DebeziumServerContender implements Contender {
     static final String VERSION = "3.6.3.Final";
@@ -159,7 +159,7 @@ final class DebeziumServerContender implements Contender {
                 "debezium.source.publication.name=bench_pub_all",
                 "debezium.source.publication.autocreate.mode=disabled",
                 "debezium.source.snapshot.mode=no_data",
-                "debezium.source.poll.interval.ms=10",
+                "debezium.source.poll.interval.ms=" + io.outboxrouter.config.RouterConfigLoader.DEFAULT_POLL_INTERVAL.toMillis(),
                 "debezium.source.max.batch.size=2048",
                 "debezium.source.max.queue.size=8192",
                 "debezium.transforms=outbox",

@@ -34,7 +34,7 @@ public final class ConfigReference {
             new Entry("source.snapshot", "`none`", "`none`: rows committed after the slot exists; `initial`: also the rows already in the table at first start "
                     + "(Postgres: not when the slot exists without a stored position, which resumes from the slot so that nothing it "
                     + "holds is skipped)"),
-            new Entry("source.poll-interval", "`10ms`", "how long the connector waits for more changes before handing over a batch"),
+            new Entry("source.poll-interval", "`5ms` on Postgres, `10ms` on MySQL/MariaDB and with exactly-once", "how long the connector waits for more changes before handing over a batch: the longest an event waits for its batch while events trickle in. Where every batch also stores a position or commits a Kafka transaction the default is longer, for fewer of those writes a second"),
             new Entry("source.max-batch-size", "`2048`", "most changes per batch"),
             new Entry("outbox.columns.id", "`id`", "event id column: the `id` header, for consumer de-duplication"),
             new Entry("outbox.columns.aggregate-type", "`aggregatetype`", "aggregate type column: `${aggregatetype}` in the topic template"),

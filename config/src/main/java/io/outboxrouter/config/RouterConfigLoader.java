@@ -32,8 +32,8 @@ public final class RouterConfigLoader {
     public static final String DEFAULT_OFFSETS_TABLE = "outbox_router_offsets";
     /**
      * On Postgres, at least once: at most five offset writes a second. Each is a transaction on the offsets database (by
-     * default the source, whose log reader then decodes it too), and storing after every batch (up to 100 a second at
-     * the 10 ms poll interval) costs latency under a steady load; a crash sends up to the interval's events again. What
+     * default the source, whose log reader then decodes it too), and storing after every batch (up to 200 a second at
+     * the 5 ms poll interval) costs latency under a steady load; a crash sends up to the interval's events again. What
      * is deferred is stored by the next batch, and there the connector's heartbeat (every 250 ms while nothing arrives)
      * makes one. Debezium 3.5's engine asks its commit policy only after a
      * batch, so where no such heartbeat runs (the binlog's comes with binlog events; exactly-once runs without one) the
@@ -42,6 +42,17 @@ public final class RouterConfigLoader {
     public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ofMillis(200);
     /** MySQL/MariaDB, and exactly-once delivery: see {@link #DEFAULT_COMMIT_INTERVAL}. */
     public static final Duration DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT = Duration.ZERO;
+    /**
+     * {@code source.poll-interval} on Postgres at least once: the longest an event waits in Debezium's queue for a batch to
+     * fill while events trickle in. A shorter one costs the polling thread a few more polls a second and, while the
+     * log is quiet, Debezium's Postgres reader a few more checks of the replication stream.
+     */
+    public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(5);
+    /**
+     * Where every batch also stores a position (MySQL/MariaDB, whose offsets are written after each batch) or commits a
+     * Kafka transaction (exactly-once): a longer wait makes fewer of those writes a second.
+     */
+    public static final Duration DEFAULT_POLL_INTERVAL_STORING_EVERY_BATCH = Duration.ofMillis(10);
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
@@ -160,7 +171,8 @@ public final class RouterConfigLoader {
             top.problem("name", "must not end like a shard's name, -shard-<i>-of-<N>: the shards of another router are called so "
                     + "(was \"" + name + "\")");
         }
-        var source = SourceConfigLoader.source(top.child("source"), name == null ? "outbox_router" : name);
+        var delivery = top.choice("delivery", Delivery.class, Delivery.AT_LEAST_ONCE);
+        var source = SourceConfigLoader.source(top.child("source"), name == null ? "outbox_router" : name, delivery == Delivery.EXACTLY_ONCE);
         var routingNode = top.child("routing");
         var eventRouter = RoutingConfigLoader.eventRouter(routingNode);
         var outbox = RoutingConfigLoader.outbox(top.child("outbox"), eventRouter);
@@ -169,7 +181,6 @@ public final class RouterConfigLoader {
             top.problem("routing.event-router", "routes outbox table rows; a tableless outbox (source.postgres.messages) is routed "
                     + "by outbox.columns: remove one of them");
         }
-        var delivery = top.choice("delivery", Delivery.class, Delivery.AT_LEAST_ONCE);
         var kafka = kafka(top.child("kafka"), delivery, name == null ? "outbox_router" : name);
         var offsets = offsets(top.child("offsets"), source.kind() == SourceKind.POSTGRES && delivery == Delivery.AT_LEAST_ONCE
                 ? DEFAULT_COMMIT_INTERVAL : DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT);

@@ -45,7 +45,7 @@ class RouterConfigLoaderTest {
         assertThat(c.source().postgres().slot()).isEqualTo("orders_router");
         assertThat(c.source().postgres().publication()).isEqualTo("orders_router");
         assertThat(c.source().snapshot()).isEqualTo(SnapshotMode.NONE);
-        assertThat(c.source().pollInterval()).isEqualTo(Duration.ofMillis(10));
+        assertThat(c.source().pollInterval()).isEqualTo(Duration.ofMillis(5));
         assertThat(c.outbox().columns()).isEqualTo(OutboxConfig.Columns.DEFAULTS);
         assertThat(c.routing().topic().source()).isEqualTo("outbox.event.${aggregatetype}");
         assertThat(c.routing().deadLetters().policy()).isEqualTo(RoutingConfig.DeadLetterPolicy.DEAD_LETTER);
@@ -77,6 +77,18 @@ class RouterConfigLoaderTest {
         assertThat(problems(MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mariadb://a,b:3306/app")
                 .replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  kind: mariadb\n")))
                 .singleElement().asString().startsWith("source.url: names 2 hosts; a mariadb source takes one");
+    }
+
+    @Test
+    void thePollIntervalIsShorterOnlyWhereABatchStoresNothingOfItsOwn() {
+        String mariadb = MINIMAL.replace("jdbc:postgresql://db:5433/app", "jdbc:mariadb://db:3306/app")
+                .replace("  password: s3cret-pw\n", "  password: s3cret-pw\n  kind: mariadb\n");
+        assertThat(RouterConfigLoader.parse(MINIMAL, Map.of()).source().pollInterval()).isEqualTo(Duration.ofMillis(5));
+        assertThat(RouterConfigLoader.parse(MINIMAL + "delivery: exactly-once\n", Map.of()).source().pollInterval())
+                .isEqualTo(Duration.ofMillis(10));
+        assertThat(RouterConfigLoader.parse(mariadb, Map.of()).source().pollInterval()).isEqualTo(Duration.ofMillis(10));
+        assertThat(RouterConfigLoader.parse(MINIMAL + "delivery: exactly-once\n", Map.of("OUTBOX_ROUTER_SOURCE_POLL_INTERVAL", "3ms"))
+                .source().pollInterval()).isEqualTo(Duration.ofMillis(3));
     }
 
     @Test
