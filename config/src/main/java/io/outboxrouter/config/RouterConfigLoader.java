@@ -53,6 +53,15 @@ public final class RouterConfigLoader {
      * Kafka transaction (exactly-once): a longer wait makes fewer of those writes a second.
      */
     public static final Duration DEFAULT_POLL_INTERVAL_STORING_EVERY_BATCH = Duration.ofMillis(10);
+
+    /**
+     * Whether each batch also writes a position (the binlog's offsets, stored after every batch) or commits a Kafka
+     * transaction (exactly-once); only Postgres at least once stores by time. Sets the defaults of the commit and poll
+     * intervals.
+     */
+    static boolean storesEveryBatch(SourceKind kind, Delivery delivery) {
+        return kind != SourceKind.POSTGRES || delivery == Delivery.EXACTLY_ONCE;
+    }
     public static final String DEFAULT_SCHEMA_HISTORY_TABLE = "outbox_router_schema_history";
 
     private static final Pattern ROUTER_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
@@ -172,7 +181,7 @@ public final class RouterConfigLoader {
                     + "(was \"" + name + "\")");
         }
         var delivery = top.choice("delivery", Delivery.class, Delivery.AT_LEAST_ONCE);
-        var source = SourceConfigLoader.source(top.child("source"), name == null ? "outbox_router" : name, delivery == Delivery.EXACTLY_ONCE);
+        var source = SourceConfigLoader.source(top.child("source"), name == null ? "outbox_router" : name, delivery);
         var routingNode = top.child("routing");
         var eventRouter = RoutingConfigLoader.eventRouter(routingNode);
         var outbox = RoutingConfigLoader.outbox(top.child("outbox"), eventRouter);
@@ -182,8 +191,8 @@ public final class RouterConfigLoader {
                     + "by outbox.columns: remove one of them");
         }
         var kafka = kafka(top.child("kafka"), delivery, name == null ? "outbox_router" : name);
-        var offsets = offsets(top.child("offsets"), source.kind() == SourceKind.POSTGRES && delivery == Delivery.AT_LEAST_ONCE
-                ? DEFAULT_COMMIT_INTERVAL : DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT);
+        var offsets = offsets(top.child("offsets"), storesEveryBatch(source.kind(), delivery)
+                ? DEFAULT_COMMIT_INTERVAL_WITHOUT_HEARTBEAT : DEFAULT_COMMIT_INTERVAL);
         var http = http(top.child("http"));
         var tracing = new RouterConfig.TracingConfig(top.child("tracing").bool("enabled", false));
         var debezium = top.stringMap("debezium");

@@ -11,8 +11,8 @@ final class SourceConfigLoader {
     private SourceConfigLoader() {
     }
 
-    /** @param exactlyOnce whether {@code delivery} is exactly-once, which sets the poll interval's default */
-    static SourceConfig source(ConfigNode n, String routerName, boolean exactlyOnce) {
+    /** @param delivery the router's delivery, which with the source's kind sets the poll interval's default */
+    static SourceConfig source(ConfigNode n, String routerName, Delivery delivery) {
         var kind = n.choice("kind", SourceKind.class, SourceKind.POSTGRES);
         String example = "jdbc:" + kind.jdbcScheme() + "://host:" + (kind.isBinlog() ? 3306 : 5432) + "/database";
         String url = n.requiredString("url", "the JDBC URL of the database holding the outbox, e.g. " + example);
@@ -123,8 +123,8 @@ final class SourceConfigLoader {
         long defaultServerId = 184_000 + Math.floorMod(routerName.hashCode(), 100_000);
         long serverId = binlog.integer("server-id", (int) defaultServerId, 1, Integer.MAX_VALUE);
         var snapshot = n.choice("snapshot", SnapshotMode.class, SnapshotMode.NONE);
-        Duration poll = n.duration("poll-interval", kind == SourceKind.POSTGRES && !exactlyOnce
-                ? RouterConfigLoader.DEFAULT_POLL_INTERVAL : RouterConfigLoader.DEFAULT_POLL_INTERVAL_STORING_EVERY_BATCH);
+        Duration poll = n.duration("poll-interval", RouterConfigLoader.storesEveryBatch(kind, delivery)
+                ? RouterConfigLoader.DEFAULT_POLL_INTERVAL_STORING_EVERY_BATCH : RouterConfigLoader.DEFAULT_POLL_INTERVAL);
         if (poll.toMillis() < 1 || poll.toMinutes() > 1) {
             n.problem(n.key("poll-interval"), "must be between 1ms and 1m (was \"" + Durations.format(poll) + "\")");
         }
